@@ -1,0 +1,2 @@
+"""boatload: reproduce five small-file file-system studies."""
+__version__ = "0.1.0"
