@@ -1,0 +1,146 @@
+"""The `boatload` command: what Snakemake rules and people call."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from boatload.config import ConfigError
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from boatload import forest
+    from boatload.results import save_result
+
+    studies = {"forest": forest.run}
+    try:
+        job = json.loads(args.job)
+    except json.JSONDecodeError as exc:
+        raise SystemExit(f"boatload run: --job: not valid JSON ({exc})") from None
+    result = studies[args.study](job)
+    out = Path(args.out)
+    runs_dir = Path(args.runs_dir)
+    if result["result"]["status"] != "ok":
+        # Keep the failed run for the record, but do not publish it as a result.
+        from boatload.results import archive_path
+
+        keep = archive_path(runs_dir, Path("failed") / out.name)
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        keep.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
+        print(f"boatload run: {args.study} {job['target']['name']} {job['method']} failed: {result['result']['reason']} (kept in {keep})", file=sys.stderr)
+        return 1
+    save_result(result, out, runs_dir)
+    r = result["result"]
+    note = " (time-capped, extrapolated)" if r["extrapolated"] else ""
+    rate = f"{r['files_per_s']:.0f} files/s" if r["files_per_s"] else "no rate"
+    print(f"{args.study} {job['target']['name']} {job['method']} rep{job['rep']}: {r['files']} files, {rate}{note}")
+    return 0
+
+
+def _cmd_tidy(args: argparse.Namespace) -> int:
+    from boatload.tidy import tidy
+
+    frame = tidy(args.study, [Path(p) for p in args.raw], Path(args.out))
+    print(f"{args.out}: {frame.height} rows")
+    return 0
+
+
+def _cmd_provenance(args: argparse.Namespace) -> int:
+    from boatload.provenance import gather
+    from boatload.results import write_atomic
+
+    doc = gather([Path(p) for p in args.raw], args.config, args.scale)
+    write_atomic(Path(args.out), json.dumps(doc, indent=2, sort_keys=True) + "\n")
+    return 0
+
+
+def _cmd_cleanup(args: argparse.Namespace) -> int:
+    from boatload.paths import scratch_dir
+    from boatload.targets import cleanup
+
+    scratch = Path(args.scratch) if args.scratch else scratch_dir()
+    if not scratch.exists():
+        print(f"boatload cleanup: nothing to do ({scratch} does not exist)")
+        return 0
+    actions = cleanup(scratch, force=args.force)
+    for line in actions:
+        print(f"boatload cleanup: {line}")
+    if not actions:
+        print(f"boatload cleanup: nothing left over under {scratch}")
+    return 0
+
+
+def _cmd_paper(args: argparse.Namespace) -> int:
+    from boatload.paper import build_paper
+    from boatload.paths import repo_root
+
+    build_paper(repo_root(), Path(args.out), Path(args.results))
+    print(args.out)
+    return 0
+
+
+def _cmd_figure(args: argparse.Namespace) -> int:
+    """Rerun one study's notebook and the paper from the data already measured."""
+    argv = [
+        "snakemake", "--cores", "2", "--configfile", args.configfile,
+        "--forcerun", f"notebook_{args.study}", "--allowed-rules", f"notebook_{args.study}", "paper",
+        "--", "results/paper/paper.pdf",
+    ]
+    return subprocess.call(argv)
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="boatload", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="provision a target, run one measurement, tear down")
+    run.add_argument("study", choices=["forest"])
+    run.add_argument("--job", required=True, help="the job as JSON (Snakemake passes it)")
+    run.add_argument("--out", required=True)
+    run.add_argument("--runs-dir", required=True, help="data/runs/<host>: the archive lives below it")
+    run.set_defaults(func=_cmd_run)
+
+    tidy = sub.add_parser("tidy", help="raw JSON results to one Parquet table")
+    tidy.add_argument("study", choices=["forest"])
+    tidy.add_argument("--out", required=True)
+    tidy.add_argument("raw", nargs="+")
+    tidy.set_defaults(func=_cmd_tidy)
+
+    prov = sub.add_parser("provenance", help="gather the provenance of the raw results")
+    prov.add_argument("--out", required=True)
+    prov.add_argument("--config", required=True)
+    prov.add_argument("--scale", required=True)
+    prov.add_argument("raw", nargs="+")
+    prov.set_defaults(func=_cmd_provenance)
+
+    clean = sub.add_parser("cleanup", help="unmount, detach and delete whatever an interrupted run left")
+    clean.add_argument("--scratch", help="scratch directory (default: $BOATLOAD_SCRATCH or results/scratch)")
+    clean.add_argument("--force", action="store_true", help="also undo resources of runs that still seem alive")
+    clean.set_defaults(func=_cmd_cleanup)
+
+    paper = sub.add_parser("paper", help="compile the paper from results/")
+    paper.add_argument("--out", default="results/paper/paper.pdf")
+    paper.add_argument("--results", default="results")
+    paper.set_defaults(func=_cmd_paper)
+
+    figure = sub.add_parser("figure", help="rerun one study's notebook and the paper from existing data")
+    figure.add_argument("study", choices=["forest"])
+    figure.add_argument("--configfile", default="config/config.yaml")
+    figure.set_defaults(func=_cmd_figure)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ConfigError as exc:
+        print(f"boatload: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

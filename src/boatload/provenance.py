@@ -1,0 +1,47 @@
+"""One provenance document for the paper, gathered from the raw runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def gather(raw: list[Path], config_path: str, scale: str) -> dict:
+    docs = [json.loads(Path(p).read_text()) for p in sorted(map(str, raw))]
+    if not docs:
+        raise ValueError("provenance: no raw results to gather from")
+    machine, worker = docs[0]["machine"], docs[0]["worker"]
+    build = (docs[0]["result"].get("worker_result") or {}).get("worker", {})
+    for doc in docs:
+        if doc["worker"].get("sha256") != worker.get("sha256"):
+            raise ValueError(f"provenance: runs were made with different worker builds ({doc['job']})")
+    targets = {}
+    for doc in docs:
+        t, p = doc["target"], doc.get("target_provenance") or {}
+        targets[doc["job"]["target"]["name"]] = {
+            "name": doc["job"]["target"]["name"],
+            "kind": t["kind"],
+            "fs": t["fs"],
+            "size_mb": t.get("size_mb"),
+            "mkfs": p.get("mkfs") or [],
+            "mount_options": p.get("mount_options") or "",
+            "substituted": t.get("substituted"),
+        }
+    for doc in docs:
+        build = build or (doc["result"].get("worker_result") or {}).get("worker", {})
+    return {
+        "host": machine["host"],
+        "kernel": machine["kernel"],
+        "os": machine.get("os"),
+        "cpu_model": machine["cpu_model"],
+        "cpus": machine["cpus"],
+        "memory_bytes": machine["memory_bytes"],
+        "uid": machine.get("uid"),
+        "python": machine["python"],
+        "lock_sha256": machine["lock_sha256"],
+        "worker": {"version": worker["version"], "sha256": worker["sha256"], "cc": build.get("cc"), "cflags": build.get("cflags")},
+        "targets": [targets[k] for k in sorted(targets)],
+        "config": config_path,
+        "scale": scale,
+        "runs": len(docs),
+    }

@@ -1,0 +1,62 @@
+"""Raw results on disk: written atomically, and never lost to a rerun.
+
+Every result is also kept in an append-only archive beside the runs, under a
+name that is never reused, so a rerun that replaces `rep1.json` (Snakemake
+removes a job's outputs before it reruns it) still leaves every earlier
+measurement on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old file or the new one, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def archive_path(runs_dir: Path, relative: Path) -> Path:
+    """A name under runs_dir/archive for `relative` (its place under `runs_dir`) that no file has yet."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    stem = runs_dir / "archive" / relative.with_suffix("")
+    for n in range(1, 10_000):
+        candidate = Path(f"{stem}-{stamp}-{n}.json")
+        if not candidate.exists():
+            return candidate
+    raise FileExistsError(f"no free archive name for {stem} at {stamp}")
+
+
+def save_result(result: dict, out: Path, runs_dir: Path) -> Path:
+    """Keep `result` in the archive (exclusive create), then publish it at `out`.
+
+    Returns the archive copy's path.
+    """
+    text = json.dumps(result, indent=2, sort_keys=True) + "\n"
+    try:
+        relative = out.resolve().relative_to(runs_dir.resolve())
+    except ValueError:
+        relative = Path(out.name)
+    keep = archive_path(runs_dir, relative)
+    keep.parent.mkdir(parents=True, exist_ok=True)
+    with open(keep, "x") as f:  # "x": an existing archive entry is never replaced
+        f.write(text)
+    if out.exists():
+        print(f"boatload: replacing {out} (the earlier result is in {runs_dir / 'archive'})", file=sys.stderr)
+    write_atomic(out, text)
+    return keep

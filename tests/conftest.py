@@ -1,0 +1,47 @@
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKER = ROOT / "native" / "build" / "boatload-worker"
+# What a workflow run needs from the clone; everything else it makes itself.
+WORKFLOW_FILES = ["Snakefile", "workflow", "config", "notebooks", "paper", "data/reference", "uv.lock", "pyproject.toml"]
+
+
+@pytest.fixture(scope="session")
+def worker() -> Path:
+    if not WORKER.exists():
+        subprocess.run(["make", "-C", str(ROOT / "native")], check=True, capture_output=True)
+    return WORKER
+
+
+def ours_left(scratch: Path) -> list[str]:
+    """Mounts and loop devices that point into `scratch`: there must be none after a run."""
+    left = [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if str(scratch) in line]
+    if shutil.which("losetup"):
+        loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+        left += [line for line in loops.splitlines() if str(scratch) in line]
+    return left
+
+
+@pytest.fixture
+def workdir(tmp_path, worker, monkeypatch) -> Path:
+    """A copy of the workflow in a temporary clone, with its own scratch and results."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    for name in WORKFLOW_FILES:
+        src = ROOT / name
+        dst = clone / name
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy2(src, dst)
+    monkeypatch.setenv("BOATLOAD_ROOT", str(clone))
+    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(clone / "results" / "scratch"))
+    yield clone
+    assert ours_left(clone) == []

@@ -1,0 +1,52 @@
+"""Every shipped config is valid; a wrong field stops with a line naming it."""
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from boatload import config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "ci.yaml", "full.yaml"])
+def test_shipped_configs_are_valid(name):
+    config.load(ROOT / "config" / name)
+
+
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda c: c.update(repetitionz=3), "repetitionz: unknown field"),
+        (lambda c: c["studies"]["forest"].update(shape=[100, "x"]), "studies.forest.shape[1]"),
+        (lambda c: c["targets"]["ext4"].update(fs="ext9"), "targets.ext4.fs"),
+        (lambda c: c["targets"]["ext4"].update(size_mb=-1), "targets.ext4.size_mb"),
+        (lambda c: c["studies"]["forest"]["targets"].append("nope"), "studies.forest.targets[2]: unknown target 'nope'"),
+        (lambda c: c["studies"]["forest"].update(methods=["worker-9t"]), "studies.forest.methods[0]"),
+        (lambda c: c.pop("seed"), "seed"),
+    ],
+)
+def test_bad_field_is_named(mutate, field):
+    data = copy.deepcopy(yaml.safe_load((ROOT / "config" / "config.yaml").read_text()))
+    mutate(data)
+    with pytest.raises(config.ConfigError) as err:
+        config.validate(data)
+    assert field in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_snakemake_stops_on_a_bad_config_naming_the_field(tmp_path):
+    data = yaml.safe_load((ROOT / "config" / "ci.yaml").read_text())
+    data["targets"]["tmpfs"]["size_mb"] = "big"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump(data))
+    proc = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--dry-run", "--configfile", str(bad)],
+        cwd=ROOT, capture_output=True, text=True,
+    )
+    assert proc.returncode != 0
+    assert "targets.tmpfs.size_mb" in proc.stdout + proc.stderr

@@ -1,0 +1,92 @@
+"""The whole workflow on config/ci.yaml: real targets, real worker, the paper at the end."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import polars as pl
+import pytest
+import yaml
+
+from conftest import ours_left
+
+pytestmark = pytest.mark.e2e
+
+
+def snakemake(workdir, *args, **kwargs):
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "2", *args],
+        cwd=workdir, capture_output=True, text=True, **kwargs,
+    )
+
+
+def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
+    config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())
+    forest = config["studies"]["forest"]
+
+    plan = snakemake(workdir, "--configfile", "config/ci.yaml", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    planned = len(forest["targets"]) * len(forest["methods"]) * config["repetitions"]
+    assert f"forest_run{' ' * 0}" in plan.stdout
+    assert any(line.split() == ["forest_run", str(planned)] for line in plan.stdout.splitlines()), plan.stdout
+
+    first = snakemake(workdir, "--configfile", "config/ci.yaml")
+    assert first.returncode == 0, first.stderr[-4000:]
+    assert ours_left(workdir) == []
+
+    pdf = workdir / "results" / "paper" / "paper.pdf"
+    assert pdf.read_bytes().startswith(b"%PDF")
+
+    host = next((workdir / "data" / "runs").iterdir())
+    runs = pl.read_parquet(host / "forest.parquet")
+    assert runs.height == planned
+    assert set(runs["method"]) == set(forest["methods"])
+    assert set(runs["target"]) == set(forest["targets"])
+    measured = runs.filter(pl.col("status") == "ok")
+    if os.geteuid() == 0:
+        assert measured.height == planned, runs.filter(pl.col("status") != "ok").select("target", "method", "reason")
+    assert (measured["files_per_s"] > 0).all()
+    complete = measured.filter(~pl.col("extrapolated"))
+    assert (complete["files"] == complete["files_planned"]).all()
+
+    table = pl.read_csv(workdir / "results" / "tables" / "forest.csv")
+    pairs = table.select("target", "method").unique()
+    assert pairs.height == table.height == measured.select("target", "method").unique().height
+    assert (table["files_per_s"] > 0).all()
+
+    # Every raw result carries its provenance.
+    raw = json.loads(next((host / "forest").rglob("rep1.json")).read_text())
+    assert raw["machine"]["kernel"] and raw["worker"]["sha256"] and raw["machine"]["lock_sha256"]
+
+    start = time.monotonic()
+    second = snakemake(workdir, "--configfile", "config/ci.yaml")
+    elapsed = time.monotonic() - start
+    assert second.returncode == 0
+    assert "Nothing to be done" in second.stdout + second.stderr
+    assert elapsed < 10
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
+def test_ctrl_c_mid_run_leaves_no_mount_or_loop_device(workdir):
+    config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())
+    config["targets"]["ext4"]["size_mb"] = 256
+    config["studies"]["forest"].update(shape=[100, 1000], methods=["touch-each"], targets=["ext4"], time_cap_s=120)
+    (workdir / "config" / "slow.yaml").write_text(yaml.safe_dump(config))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/slow.yaml"],
+        cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+    )
+    # Wait until the target is mounted, then press Ctrl-C (SIGINT to the whole process group).
+    deadline = time.monotonic() + 60
+    while not ours_left(workdir) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert ours_left(workdir), "the run never mounted its target"
+    os.killpg(proc.pid, signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert ours_left(workdir) == [], out[-3000:]
+    # No raw result was published for the interrupted run.
+    assert not list((workdir / "data" / "runs").rglob("rep1.json"))

@@ -1,0 +1,45 @@
+# From raw runs to tidy tables, provenance, and one executed notebook per study.
+
+RAW = {"forest": forest_runs}
+
+
+rule tidy:
+    input:
+        lambda w: RAW[w.study](),
+    output:
+        f"{RUNS}/{{study}}.parquet",
+    wildcard_constraints:
+        study="|".join(STUDIES),
+    shell:
+        "boatload tidy {wildcards.study} --out {output:q} {input:q}"
+
+
+rule provenance:
+    input:
+        [run for study in STUDIES for run in RAW[study]()],
+    output:
+        "results/provenance.json",
+    params:
+        config=workflow.configfiles[-1] if workflow.configfiles else "config/config.yaml",
+        scale=config["scale"],
+    shell:
+        "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} {input:q}"
+
+
+rule notebook_forest:
+    input:
+        notebook="notebooks/forest.ipynb",
+        data=f"{RUNS}/forest.parquet",
+        reference="data/reference/forest.csv",
+        provenance="results/provenance.json",
+    output:
+        notebook="results/notebooks/forest.ipynb",
+        table="results/tables/forest.csv",
+        summary="results/tables/forest-summary.json",
+        figures=expand("results/figures/forest-rates.{ext}", ext=["svg", "png", "pdf", "vl.json"]),
+    log:
+        "results/logs/notebook_forest.log",
+    shell:
+        "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
+        "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results "
+        "> {log:q} 2>&1"

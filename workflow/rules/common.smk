@@ -1,0 +1,33 @@
+# Shared names: the host, where runs go, the worker every experiment is pinned to.
+
+import json
+import os
+from glob import glob
+
+from boatload.system import hostname
+
+HOST = config.get("host") or hostname()
+RUNS = f"data/runs/{HOST}"
+STUDIES = [study for study in ("forest",) if study in config["studies"]]
+
+# Nix puts the worker in the store and says where; otherwise we build it here.
+WORKER = os.environ.get("BOATLOAD_WORKER") or "native/build/boatload-worker"
+# Every experiment depends on the worker build and on the locked environment,
+# so a new worker or a new lock reruns the measurements that used the old one.
+PINNED = {"worker": WORKER, "lock": "uv.lock"}
+
+
+def target_spec(name):
+    return {"name": name, **config["targets"][name]}
+
+
+if WORKER == "native/build/boatload-worker":
+
+    rule build_worker:
+        input:
+            sources=sorted(glob("native/src/*.[ch]")),
+            makefile="native/Makefile",
+        output:
+            WORKER,
+        shell:
+            "make -C native"
