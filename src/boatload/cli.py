@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from boatload.results import save_result
 
     studies = {"forest": forest.run}
+    # A job started in the background inherits SIGINT ignored; a measurement
+    # must still stop on Ctrl-C and tear its target down.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         job = json.loads(args.job)
     except json.JSONDecodeError as exc:

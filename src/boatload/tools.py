@@ -20,7 +20,9 @@ class Tool:
 
 
 TOOLS: tuple[Tool, ...] = (
-    Tool("mkfs.ext4", "e2fsprogs", "e2fsprogs", "format ext2/ext3/ext4 images"),
+    Tool("mkfs.ext2", "e2fsprogs", "e2fsprogs", "format ext2 images"),
+    Tool("mkfs.ext3", "e2fsprogs", "e2fsprogs", "format ext3 images"),
+    Tool("mkfs.ext4", "e2fsprogs", "e2fsprogs", "format ext4 images"),
     Tool("mkfs.xfs", "xfsprogs", "xfsprogs", "format xfs images"),
     Tool("mkfs.btrfs", "btrfs-progs", "btrfs-progs", "format btrfs images"),
     Tool("losetup", "mount", "util-linux", "attach images to loop devices"),

@@ -1,0 +1,1006 @@
+"""Targets: the file systems under test, provisioned for one run and torn down.
+
+A target is a named spec in the config (`targets: {ext4: {kind: loop, fs: ext4,
+size_mb: 1024, mkfs_options: [...], mount_options: [...]}}`):
+
+* kind "tmpfs": `mount -t tmpfs -o size=<size_mb>m[,mount_options] boatload-tmpfs <mnt>`
+* kind "loop":  a sparse image file we create (O_CREAT|O_EXCL) under
+  `<scratch>/images/`, attached with `losetup --find --show`, formatted with
+  mkfs (ext2, ext3, ext4, xfs, btrfs), mounted with `mount -t <fs>`
+* kind "dir":   a fresh plain directory under `<scratch>/dirs/`; no root needed
+
+`provision(spec, scratch)` is a context manager yielding a `Provisioned`
+(the directory to run in, plus provenance). Teardown runs in reverse order on
+success, exception, KeyboardInterrupt and SIGTERM/SIGHUP, and one failing step
+does not skip the others.
+
+Safety: every resource is recorded in `<scratch>/ledger.jsonl` before it is
+created (see boatload.ledger); only paths we created under the scratch
+directory are touched; an image is formatted only after checking that the loop
+device is backed by the very inode we created with O_EXCL. `cleanup(scratch)`
+undoes leftovers of killed runs, from the ledger and from a scan of
+/proc/self/mountinfo, `losetup` and the scratch directory.
+
+Sizes are in MiB (`size_mb: 1024` is a 1 GiB image / tmpfs).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from boatload.ledger import Ledger, pid_alive
+from boatload.signals import deferred_signals, signals_as_exceptions
+from boatload.tools import TOOLS
+
+__all__ = [
+    "TargetError",
+    "NeedsRoot",
+    "TargetSpec",
+    "parse_target",
+    "needs_root",
+    "Provisioned",
+    "provision",
+    "cleanup",
+    "KINDS",
+    "FILESYSTEMS",
+]
+
+
+class TargetError(Exception):
+    """A bad target spec, a missing tool, or provisioning/teardown that failed.
+
+    The message is one line and names the config field when there is one."""
+
+
+class NeedsRoot(TargetError):
+    """The target (or the cleanup) needs root and we are not root."""
+
+
+# --------------------------------------------------------------------------
+# specs
+
+KINDS = ("tmpfs", "loop", "dir")
+LOOP_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+FS_BY_KIND = {"tmpfs": ("tmpfs",), "loop": LOOP_FS, "dir": ("dir",)}
+FILESYSTEMS = ("tmpfs", *LOOP_FS, "dir")
+FIELDS = ("kind", "fs", "size_mb", "mkfs_options", "mount_options")
+DEFAULT_SIZE_MB = 1024
+# smallest sizes the mkfs tools accept (xfsprogs >= 5.19 refuses < 300 MB)
+MIN_SIZE_MB = {"tmpfs": 1, "ext2": 8, "ext3": 8, "ext4": 8, "xfs": 300, "btrfs": 128}
+MAX_SIZE_MB = 16 * 1024 * 1024  # 16 TiB: anything above is a typo
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+# mkfs command and the flags that make it non-interactive and quiet
+MKFS = {
+    "ext2": ("mkfs.ext2", ("-F", "-q")),
+    "ext3": ("mkfs.ext3", ("-F", "-q")),
+    "ext4": ("mkfs.ext4", ("-F", "-q")),
+    "xfs": ("mkfs.xfs", ("-f", "-q")),
+    "btrfs": ("mkfs.btrfs", ("-f", "-q")),
+}
+MKFS_VERSION_FLAG = {"mkfs.xfs": "-V", "mkfs.btrfs": "--version"}  # e2fsprogs: -V
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    name: str  # config key, e.g. "ext4"
+    kind: str  # "tmpfs" | "loop" | "dir"
+    fs: str  # "tmpfs", "ext2", "ext3", "ext4", "xfs", "btrfs", or "dir"
+    size_mb: int = DEFAULT_SIZE_MB
+    mkfs_options: tuple[str, ...] = ()
+    mount_options: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        """Plain data (lists, not tuples); `parse_target(d["name"], d)` gives the spec back."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "fs": self.fs,
+            "size_mb": self.size_mb,
+            "mkfs_options": list(self.mkfs_options),
+            "mount_options": list(self.mount_options),
+        }
+
+
+def _options(where: str, value, *, mount: bool) -> tuple[str, ...]:
+    """A list of strings, or one string (shell-split for mkfs, comma-split for mount)."""
+    if isinstance(value, str):
+        try:
+            items = [o for o in value.split(",")] if mount else shlex.split(value)
+        except ValueError as e:
+            raise TargetError(f"{where}: cannot split {value!r}: {e}") from None
+        items = [o.strip() for o in items] if mount else items
+        if mount:
+            items = [o for o in items if o]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise TargetError(f"{where}: expected a list of strings, got {value!r}")
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item:
+            raise TargetError(f"{where}[{i}]: expected a non-empty string, got {item!r}")
+        if "\0" in item or "\n" in item:
+            raise TargetError(f"{where}[{i}]: control characters are not allowed, got {item!r}")
+        if mount and item != item.strip():
+            raise TargetError(f"{where}[{i}]: stray whitespace in mount option {item!r}")
+    return tuple(items)
+
+
+def parse_target(name: str, mapping: dict) -> TargetSpec:
+    """Validate one `targets.<name>` entry of the config.
+
+    `kind` may be left out when `fs` says it (tmpfs, dir, or a loop fs);
+    `fs` may be left out for kinds tmpfs and dir. Errors name the field:
+    "targets.ext4.size_mb: expected a positive integer, got -3".
+    """
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise TargetError(
+            f"targets.{name}: a target name is 1-64 letters, digits, '.', '_' or '-', "
+            f"starting with a letter or digit; got {name!r}"
+        )
+    where = f"targets.{name}"
+    if mapping is None:
+        mapping = {}
+    if not isinstance(mapping, dict):
+        raise TargetError(f"{where}: expected a mapping with {', '.join(FIELDS)}; got {mapping!r}")
+    for key in mapping:
+        if key == "name":
+            if mapping[key] != name:
+                raise TargetError(f"{where}.name: does not match the key {name!r}, got {mapping[key]!r}")
+            continue
+        if key not in FIELDS:
+            raise TargetError(f"{where}.{key}: unknown field (expected one of {', '.join(FIELDS)})")
+
+    kind = mapping.get("kind")
+    fs = mapping.get("fs")
+    if kind is not None and kind not in KINDS:
+        raise TargetError(f"{where}.kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    if fs is not None and fs not in FILESYSTEMS:
+        raise TargetError(f"{where}.fs: expected one of {', '.join(FILESYSTEMS)}, got {fs!r}")
+    if kind is None and fs is None:
+        raise TargetError(f"{where}.kind: missing (one of {', '.join(KINDS)}; or give fs)")
+    if kind is None:
+        kind = fs if fs in ("tmpfs", "dir") else "loop"
+    if fs is None:
+        if kind == "loop":
+            raise TargetError(f"{where}.fs: missing; a loop target needs one of {', '.join(LOOP_FS)}")
+        fs = kind
+    if fs not in FS_BY_KIND[kind]:
+        raise TargetError(
+            f"{where}.fs: kind {kind!r} takes {' or '.join(FS_BY_KIND[kind])}, got {fs!r}"
+        )
+
+    size_mb = mapping.get("size_mb", DEFAULT_SIZE_MB)
+    if type(size_mb) is not int or size_mb <= 0:  # bool is not a size
+        raise TargetError(f"{where}.size_mb: expected a positive integer, got {size_mb!r}")
+    if kind == "dir":
+        if size_mb != DEFAULT_SIZE_MB:
+            raise TargetError(f"{where}.size_mb: not used by kind 'dir' (a plain directory has no size)")
+    else:
+        if size_mb < MIN_SIZE_MB[fs]:
+            raise TargetError(f"{where}.size_mb: {fs} needs at least {MIN_SIZE_MB[fs]} MB, got {size_mb}")
+        if size_mb > MAX_SIZE_MB:
+            raise TargetError(f"{where}.size_mb: at most {MAX_SIZE_MB} MB (16 TiB), got {size_mb}")
+
+    mkfs_options = _options(f"{where}.mkfs_options", mapping.get("mkfs_options", ()), mount=False)
+    if mkfs_options and kind != "loop":
+        raise TargetError(f"{where}.mkfs_options: not used by kind {kind!r} (only loop images are formatted)")
+    mount_options = _options(f"{where}.mount_options", mapping.get("mount_options", ()), mount=True)
+    if mount_options and kind == "dir":
+        raise TargetError(f"{where}.mount_options: not used by kind 'dir' (nothing is mounted)")
+    if kind == "tmpfs":
+        for i, opt in enumerate(mount_options):
+            if opt.split("=", 1)[0] == "size":
+                raise TargetError(f"{where}.mount_options[{i}]: set the size with size_mb, not {opt!r}")
+    return TargetSpec(name, kind, fs, size_mb, mkfs_options, mount_options)
+
+
+def needs_root(spec: TargetSpec) -> bool:
+    """tmpfs and loop targets mount things; only "dir" works without root."""
+    return spec.kind in ("tmpfs", "loop")
+
+
+def _validated(spec: TargetSpec) -> TargetSpec:
+    if not isinstance(spec, TargetSpec):
+        raise TargetError(f"provision: expected a TargetSpec, got {type(spec).__name__}")
+    d = spec.to_dict()
+    return parse_target(d.pop("name"), d)
+
+
+# --------------------------------------------------------------------------
+# tools, processes, system tables
+
+SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
+_ENV = dict(os.environ, LC_ALL="C")
+
+
+def _tool_entry(command: str):
+    for t in TOOLS:
+        if t.command == command:
+            return t
+    return None
+
+
+def _required_tools(spec: TargetSpec) -> list[str]:
+    if spec.kind == "tmpfs":
+        return ["mount", "umount"]
+    if spec.kind == "loop":
+        return [MKFS[spec.fs][0], "losetup", "mount", "umount"]
+    return []
+
+
+def _find_tool(command: str) -> str | None:
+    return shutil.which(command) or shutil.which(command, path=SBIN)
+
+
+def _resolve_tools(spec: TargetSpec) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for cmd in _required_tools(spec):
+        path = _find_tool(cmd)
+        if path is None:
+            t = _tool_entry(cmd)
+            pkg = f"Debian package {t.debian}, nixpkgs {t.nix}" if t else "unknown package"
+            field_ = "fs" if cmd.startswith("mkfs.") else "kind"
+            raise TargetError(
+                f"targets.{spec.name}.{field_}: {cmd} is not installed ({pkg}); "
+                f"a {spec.kind} target of fs {spec.fs} needs it"
+            )
+        found[cmd] = path
+    return found
+
+
+def _run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_ENV, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise TargetError(f"`{shlex.join(argv)}` did not finish within {timeout:.0f} s") from None
+    except OSError as e:
+        raise TargetError(f"`{shlex.join(argv)}` could not start: {e}") from None
+
+
+def _why(r: subprocess.CompletedProcess) -> str:
+    text = (r.stderr or r.stdout or "").strip().splitlines()
+    return f"exit {r.returncode}: {text[-1].strip()}" if text else f"exit {r.returncode}"
+
+
+def _check(r: subprocess.CompletedProcess, what: str) -> str:
+    if r.returncode != 0:
+        raise TargetError(f"{what}: `{shlex.join(r.args)}` failed ({_why(r)})")
+    return r.stdout
+
+
+def _unescape(field_: bytes) -> str:
+    return os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), field_))
+
+
+@dataclass
+class MountEntry:
+    mount_point: str
+    devno: str
+    fstype: str
+    source: str
+    mount_options: str  # per-mount (field 6)
+    super_options: str  # per-superblock (after the separator)
+
+    @property
+    def options(self) -> list[str]:
+        """Options in effect: per-mount first, then per-superblock ones not already there."""
+        out: list[str] = []
+        for o in self.mount_options.split(",") + self.super_options.split(","):
+            if o and o not in out:
+                out.append(o)
+        return out
+
+
+def _mountinfo() -> list[MountEntry]:
+    entries = []
+    for line in Path("/proc/self/mountinfo").read_bytes().splitlines():
+        parts = line.split(b" ")
+        try:
+            sep = parts.index(b"-", 6)
+            entries.append(
+                MountEntry(
+                    mount_point=_unescape(parts[4]),
+                    devno=parts[2].decode(),
+                    fstype=_unescape(parts[sep + 1]),
+                    source=_unescape(parts[sep + 2]),
+                    mount_options=_unescape(parts[5]),
+                    super_options=_unescape(parts[sep + 3]) if len(parts) > sep + 3 else "",
+                )
+            )
+        except (ValueError, IndexError):
+            continue
+    return entries
+
+
+def _mount_at(mp: Path | str) -> MountEntry | None:
+    """The topmost mount on exactly this mount point, if any."""
+    found = None
+    for e in _mountinfo():
+        if e.mount_point == str(mp):
+            found = e
+    return found
+
+
+def _mount_containing(path: Path) -> MountEntry | None:
+    """The mount that holds `path` (longest mount-point prefix; later wins)."""
+    p = str(Path(path).resolve())
+    best, best_len = None, -1
+    for e in _mountinfo():
+        mp = e.mount_point
+        if p == mp or p.startswith(mp.rstrip("/") + "/"):
+            if len(mp) >= best_len:
+                best, best_len = e, len(mp)
+    return best
+
+
+def _loop_devices(losetup: str | None) -> list[dict]:
+    """`losetup -J -l` as [{"name", "back-file" (without " (deleted)"), "back-ino", "back-dev"}]."""
+    if losetup is None:
+        return []
+    r = _run([losetup, "-J", "-l", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN"], timeout=60)
+    if r.returncode != 0 or not r.stdout.strip():
+        return []
+    try:
+        devs = json.loads(r.stdout).get("loopdevices", [])
+    except ValueError:
+        return []
+    out = []
+    for d in devs:
+        back = d.get("back-file") or ""
+        if back.endswith(" (deleted)"):
+            back = back[: -len(" (deleted)")]
+        out.append(
+            {
+                "name": d.get("name"),
+                "back-file": back,
+                "back-ino": int(d["back-ino"]) if str(d.get("back-ino", "")).strip().isdigit() else None,
+                "back-dev": str(d.get("back-maj:min") or "").strip(),
+            }
+        )
+    return out
+
+
+# statfs(2) f_type magic numbers, named as stat(1) -f names them
+FS_MAGIC = {
+    0xEF53: "ext2/ext3",
+    0x58465342: "xfs",
+    0x9123683E: "btrfs",
+    0x01021994: "tmpfs",
+    0x858458F6: "ramfs",
+    0x794C7630: "overlayfs",
+    0x6969: "nfs",
+    0x2FC12FC1: "zfs",
+    0xF2F52010: "f2fs",
+    0xCA451A4E: "bcachefs",
+    0x65735546: "fuseblk",
+    0x73717368: "squashfs",
+    0x01021997: "v9fs",
+    0xFF534D42: "cifs",
+    0xFE534D42: "smb2",
+    0x00C36400: "ceph",
+    0x4D44: "msdos",
+    0x2011BAB0: "exfat",
+    0x5346544E: "ntfs",
+}
+
+
+def _statfs_type(path: Path) -> str | None:
+    """The file system type of `path` as statfs(2) reports it ("ext2/ext3", "xfs", …)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(512)  # struct statfs is 120 bytes on 64-bit
+        if libc.statfs(os.fsencode(str(path)), buf) != 0:
+            return None
+        magic = ctypes.c_ulong.from_buffer(buf).value & 0xFFFFFFFF
+    except (OSError, AttributeError):
+        return None
+    return FS_MAGIC.get(magic, f"0x{magic:x}")
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+# --------------------------------------------------------------------------
+# naming
+
+IMAGE_RE = re.compile(r"(?P<name>.+)-(?P<pid>\d+)-(?P<rand>[0-9a-z]+)\.img\Z")
+MOUNT_RE = re.compile(r"boatload-(?P<name>.+)-(?P<pid>\d+)-(?P<rand>[0-9a-z]+)\Z")
+DIR_RE = re.compile(r"(?P<name>.+)-(?P<pid>\d+)-(?P<rand>[0-9a-z]+)\Z")
+
+
+def _token() -> str:
+    """`<pid>-<random>`: the unique part of every path we create (tests replace it)."""
+    return f"{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _subdir(scratch: Path, name: str) -> Path:
+    """`<scratch>/<name>`, created if needed, and a real directory (not a symlink)."""
+    d = scratch / name
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o755)
+        st = os.lstat(d)
+    except OSError as e:
+        raise TargetError(f"scratch directory {d}: {e.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise TargetError(f"scratch directory {d} is not a plain directory (a symlink?); refusing to use it")
+    return d
+
+
+# --------------------------------------------------------------------------
+# provisioning
+
+
+@dataclass
+class Provisioned:
+    spec: TargetSpec
+    path: Path  # the directory to run the workload in
+    provenance: dict = field(default_factory=dict)
+
+    def usage(self) -> dict:
+        """Space and inodes in use on the file system holding `path` (os.statvfs).
+
+        For kind "dir" these are the numbers of the whole host file system.
+        Inodes are None where the file system does not count them (btrfs)."""
+        st = os.statvfs(self.path)
+        used_kb = (st.f_blocks - st.f_bfree) * st.f_frsize // 1024
+        if st.f_files > 0:
+            return {"blocks_used_kb": used_kb, "inodes_used": st.f_files - st.f_ffree, "inodes_total": st.f_files}
+        return {"blocks_used_kb": used_kb, "inodes_used": None, "inodes_total": None}
+
+
+class _Undo:
+    """The teardown stack: run every step in reverse order, collect failures."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, object]] = []
+
+    def push(self, what: str, fn) -> None:
+        self.steps.append((what, fn))
+
+    def run(self) -> list[str]:
+        errors = []
+        while self.steps:
+            what, fn = self.steps.pop()
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - one failing step must not skip the others
+                errors.append(f"{what}: {e}")
+        return errors
+
+
+def _unmount(mp: Path, umount: str, tries: int = 5) -> str | None:
+    """Unmount everything on `mp`. Retries while busy, then detaches lazily.
+
+    Returns None if nothing was mounted, else "unmounted" or "unmounted lazily"."""
+    done = None
+    for attempt in range(tries):
+        if _mount_at(mp) is None:
+            return done
+        r = _run([umount, str(mp)], timeout=120)
+        if r.returncode == 0:
+            done = "unmounted"
+            continue
+        if _mount_at(mp) is None:
+            return done or "unmounted"
+        if "busy" not in (r.stderr + r.stdout).lower():
+            raise TargetError(f"`{shlex.join(r.args)}` failed ({_why(r)})")
+        time.sleep(0.1 * (attempt + 1))
+    if _mount_at(mp) is None:
+        return done
+    print(
+        f"boatload: {mp} is still busy after {tries} tries; detaching it lazily (umount -l). "
+        "The file system goes away once the last user lets go.",
+        file=sys.stderr,
+    )
+    r = _run([umount, "-l", str(mp)], timeout=120)
+    if r.returncode != 0 and _mount_at(mp) is not None:
+        raise TargetError(f"`{shlex.join(r.args)}` failed ({_why(r)})")
+    return "unmounted lazily"
+
+
+def _detach(device: str, image: Path, losetup: str) -> bool:
+    """Detach `device` if it is still backed by `image`; False if it was gone already."""
+    for d in _loop_devices(losetup):
+        if d["name"] == device:
+            if d["back-file"] != str(image):
+                raise TargetError(f"{device} is now backed by {d['back-file']!r}, not {image}; leaving it")
+            _check(_run([losetup, "-d", device], timeout=120), f"detach {device}")
+            return True
+    return False
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    """Is `path` (not followed) the very file open as `fd`? The open fd keeps the
+    inode allocated, so equal (device, inode) numbers cannot be a reused number."""
+    try:
+        a, b = os.lstat(path), os.fstat(fd)
+    except FileNotFoundError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) and stat.S_IFMT(a.st_mode) == stat.S_IFMT(b.st_mode)
+
+
+def _remove_image(image: Path, fd: int) -> bool:
+    if not os.path.lexists(image):
+        return False
+    if not _same_file(image, fd):
+        raise TargetError(f"{image} is no longer the file we created; leaving it")
+    os.unlink(image)
+    return True
+
+
+def _remove_dir(d: Path, fd: int) -> bool:
+    if not os.path.lexists(d):
+        return False
+    if not _same_file(d, fd):
+        raise TargetError(f"{d} is no longer the directory we created; leaving it")
+    shutil.rmtree(d)  # does not follow symlinks (fd-based on Linux)
+    return True
+
+
+def _rmdir(d: Path) -> None:
+    try:
+        os.rmdir(d)
+    except FileNotFoundError:
+        pass
+
+
+def _mkfs_version(mkfs: str) -> str | None:
+    flag = MKFS_VERSION_FLAG.get(Path(mkfs).name, "-V")
+    try:
+        r = _run([mkfs, flag], timeout=30)
+    except TargetError:
+        return None
+    lines = (r.stdout + r.stderr).strip().splitlines()
+    return lines[0].strip() if lines else None
+
+
+def _with_release(ledger: Ledger, rid: str, fn):
+    def step():
+        fn()
+        ledger.release(rid)
+
+    return step
+
+
+def _needs_root_message(spec: TargetSpec) -> str:
+    uid = os.geteuid()
+    if spec.kind == "tmpfs":
+        return f"tmpfs target '{spec.name}' needs root to mount (running as uid {uid})"
+    return (
+        f"loop target '{spec.name}' ({spec.fs}) needs root to attach a loop device and mount "
+        f"(running as uid {uid}); kind 'dir' runs without root"
+    )
+
+
+@contextmanager
+def provision(spec: TargetSpec, scratch: Path) -> Iterator[Provisioned]:
+    """Create the target, yield it, tear it down whatever happens.
+
+    Nothing is touched before the checks pass: spec valid, root if needed
+    (else NeedsRoot), tools installed (else TargetError naming the Debian
+    package). While the block runs, SIGTERM and SIGHUP raise
+    boatload.signals.Terminated if they would otherwise kill the process, so
+    teardown runs; signals arriving while a resource is being created or torn
+    down are held until that step is done.
+    """
+    checked = _validated(spec)
+    if needs_root(checked) and not _is_root():
+        raise NeedsRoot(_needs_root_message(checked))
+    tools = _resolve_tools(checked)
+    scratch = Path(scratch).resolve()
+
+    with signals_as_exceptions(only_if_default=True):
+        undo = _Undo()
+        try:
+            with deferred_signals():
+                sub = {"tmpfs": "mnt", "loop": "images", "dir": "dirs"}[checked.kind]
+                _subdir(scratch, sub)
+                if checked.kind == "loop":
+                    _subdir(scratch, "mnt")
+                ledger = Ledger(scratch)
+            prov = _base_provenance(checked, scratch)
+            if checked.kind == "dir":
+                path = _setup_dir(checked, scratch, ledger, undo, prov)
+            else:
+                path = _setup_mount(checked, scratch, ledger, undo, prov, tools)
+            result = Provisioned(spec=spec, path=path, provenance=prov)
+            yield result
+        except BaseException:
+            with deferred_signals():
+                for err in undo.run():
+                    print(f"boatload: teardown of target '{checked.name}': {err}", file=sys.stderr)
+            raise
+        else:
+            with deferred_signals():
+                errors = undo.run()
+            if errors:
+                raise TargetError(f"teardown of target '{checked.name}' failed: " + "; ".join(errors))
+
+
+def _base_provenance(spec: TargetSpec, scratch: Path) -> dict:
+    holder = _mount_containing(scratch)
+    return {
+        "name": spec.name,
+        "kind": spec.kind,
+        "fs": spec.fs,
+        "spec": spec.to_dict(),
+        "size_mb": None if spec.kind == "dir" else spec.size_mb,
+        "kernel": os.uname().release,
+        "mkfs_command": None,
+        "mkfs_version": None,
+        "mount_command": None,
+        "mount_options_requested": list(spec.mount_options),
+        "mount_options": None,
+        "mount_source": None,
+        "kernel_fs": None,
+        "loop_device": None,
+        "loop_write_cache": None,
+        "image": None,
+        "image_size_bytes": None,
+        "backing_fs": _statfs_type(scratch),
+        "backing_fs_mount": holder.fstype if holder else None,
+        "scratch": str(scratch),
+        "path": None,
+    }
+
+
+def _setup_dir(spec, scratch, ledger, undo, prov) -> Path:
+    d = scratch / "dirs" / f"{spec.name}-{_token()}"
+    with deferred_signals():
+        rid = ledger.record("dir", d)
+        try:
+            os.mkdir(d, 0o755)
+        except FileExistsError:
+            ledger.release(rid, by="never-created")
+            raise TargetError(f"targets.{spec.name}: {d} already exists; refusing to use it") from None
+        # an open fd pins the inode, so its number cannot be reused by another directory
+        pin = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        undo.push(f"close {d}", lambda: os.close(pin))
+        undo.push(f"remove {d}", _with_release(ledger, rid, lambda: _remove_dir(d, pin)))
+        st = os.fstat(pin)
+        ledger.note(rid, inode=st.st_ino, dev=st.st_dev)
+    holder = _mount_containing(d)
+    prov.update(
+        path=str(d),
+        kernel_fs=holder.fstype if holder else None,
+        mount_options=holder.options if holder else None,
+        mount_source=holder.source if holder else None,
+    )
+    return d
+
+
+def _setup_mount(spec, scratch, ledger, undo, prov, tools) -> Path:
+    mount, umount = tools["mount"], tools["umount"]
+    device = None
+    if spec.kind == "loop":
+        losetup = tools["losetup"]
+        image = scratch / "images" / f"{spec.name}-{_token()}.img"
+        size = spec.size_mb * 1024 * 1024
+
+        # 1. the image: recorded, then created with O_EXCL (never an existing file)
+        with deferred_signals():
+            img_rid = ledger.record("image", image, size_bytes=size)
+            try:
+                fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            except FileExistsError:
+                ledger.release(img_rid, by="never-created")
+                raise TargetError(
+                    f"targets.{spec.name}: image {image} already exists; "
+                    "refusing to format a file boatload did not create"
+                ) from None
+            # fd stays open until teardown: it pins the inode, so no other file can
+            # take its number, and "same inode number" then means "our file"
+            undo.push(f"close {image}", lambda: os.close(fd))
+            undo.push(f"delete {image}", _with_release(ledger, img_rid, lambda: _remove_image(image, fd)))
+            st = os.fstat(fd)
+            ledger.note(img_rid, inode=st.st_ino, dev=st.st_dev)
+            os.ftruncate(fd, size)  # sparse
+        _verify_image(spec, ledger, img_rid, image, fd)
+
+        # 2. the loop device
+        with deferred_signals():
+            loop_rid = ledger.record("loop", image)
+            r = _run([losetup, "--find", "--show", str(image)], timeout=120)
+            if r.returncode != 0:
+                ledger.release(loop_rid, by="never-created")
+                raise TargetError(f"targets.{spec.name}: `{shlex.join(r.args)}` failed ({_why(r)})")
+            device = r.stdout.strip()
+            undo.push(f"detach {device}", _with_release(ledger, loop_rid, lambda: _detach(device, image, losetup)))
+            ledger.note(loop_rid, device=device)
+
+        # 3. format: only the inode we created, seen through the loop device
+        _verify_loop(spec, ledger, img_rid, image, fd, device, losetup)
+        mkfs, flags = MKFS[spec.fs]
+        mkfs_argv = [tools[mkfs], *flags, *spec.mkfs_options, device]
+        _check(_run(mkfs_argv), f"targets.{spec.name}.mkfs_options: formatting {spec.fs}")
+        prov.update(
+            image=str(image),
+            image_size_bytes=os.stat(image).st_size,
+            loop_device=device,
+            mkfs_command=mkfs_argv,
+            mkfs_version=_mkfs_version(tools[mkfs]),
+            loop_write_cache=_read_sys(f"/sys/block/{Path(device).name}/queue/write_cache"),
+        )
+        opts = list(spec.mount_options)
+        source = device
+    else:
+        opts = [f"size={spec.size_mb}m", *spec.mount_options]
+        source = "boatload-tmpfs"
+
+    # 4. the mount point and the mount
+    mp = scratch / "mnt" / f"boatload-{spec.name}-{_token()}"
+    with deferred_signals():
+        mnt_rid = ledger.record("mount", mp, fs=spec.fs, source=source)
+        try:
+            os.mkdir(mp, 0o755)
+        except FileExistsError:
+            ledger.release(mnt_rid, by="never-created")
+            raise TargetError(f"targets.{spec.name}: mount point {mp} already exists; refusing to use it") from None
+
+        def unmount_and_rmdir():
+            _unmount(mp, umount)
+            _rmdir(mp)
+
+        undo.push(f"unmount {mp}", _with_release(ledger, mnt_rid, unmount_and_rmdir))
+        argv = [mount, "-t", spec.fs, *(["-o", ",".join(opts)] if opts else []), source, str(mp)]
+        _check(_run(argv, timeout=300), f"targets.{spec.name}.mount_options: mounting {spec.fs}")
+
+    entry = _mount_at(mp)
+    if entry is None:
+        raise TargetError(f"targets.{spec.name}: mount reported success but {mp} is not in /proc/self/mountinfo")
+    if entry.fstype != spec.fs:
+        raise TargetError(f"targets.{spec.name}.fs: asked for {spec.fs} but the kernel mounted {entry.fstype}")
+    prov.update(
+        path=str(mp),
+        mount_command=argv,
+        mount_options=entry.options,
+        mount_source=entry.source,
+        kernel_fs=entry.fstype,
+    )
+    return mp
+
+
+def _read_sys(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _verify_image(spec: TargetSpec, ledger: Ledger, rid: str, image: Path, fd: int) -> None:
+    """The image path is the regular file we created (still open as `fd`), and
+    its inode is the one the ledger recorded."""
+    res = ledger.get(rid)
+    mine = os.fstat(fd)
+    try:
+        st = os.lstat(image)
+    except OSError as e:
+        raise TargetError(f"targets.{spec.name}: image {image} vanished before formatting ({e.strerror}); refusing to format") from None
+    if res is None or res.facts.get("inode") != mine.st_ino or res.facts.get("dev") != mine.st_dev:
+        raise TargetError(f"targets.{spec.name}: the ledger does not record the inode of {image}; refusing to format it")
+    if not stat.S_ISREG(st.st_mode) or not _same_file(image, fd) or mine.st_nlink != 1:
+        raise TargetError(
+            f"targets.{spec.name}: {image} is not the regular file boatload created "
+            f"(inode {st.st_ino}, expected {mine.st_ino}); refusing to format it"
+        )
+
+
+def _verify_loop(spec, ledger, rid, image, fd, device, losetup) -> None:
+    """Right before mkfs: the loop device is backed by the inode we created."""
+    _verify_image(spec, ledger, rid, image, fd)
+    mine = os.fstat(fd)
+    want_dev = f"{os.major(mine.st_dev)}:{os.minor(mine.st_dev)}"
+    for d in _loop_devices(losetup):
+        if d["name"] == device:
+            if d["back-ino"] == mine.st_ino and d["back-dev"] in (want_dev, ""):
+                return
+            raise TargetError(
+                f"targets.{spec.name}: {device} is backed by inode {d['back-ino']} ({d['back-file']}), "
+                f"not the image boatload created (inode {mine.st_ino}); refusing to format it"
+            )
+    raise TargetError(f"targets.{spec.name}: {device} is not attached any more; refusing to format it")
+
+
+# --------------------------------------------------------------------------
+# cleanup of leftovers
+
+
+def cleanup(scratch: Path, force: bool = False) -> list[str]:
+    """Undo what killed runs left under `scratch`; one human line per action.
+
+    Finds leftovers in the ledger (not released, and the creating process is
+    gone) and by scanning /proc/self/mountinfo (mount points in
+    `<scratch>/mnt/`), `losetup` (loop devices backed by files in
+    `<scratch>/images/`) and the scratch directory itself (our image files,
+    mount points and directories whose pid, in their name, is gone). With
+    `force=True` live processes' resources go too. Never touches anything
+    outside the scratch directory. Raises NeedsRoot if mounts or loop devices
+    need undoing and we are not root (before doing anything), and TargetError
+    (with `.done`, the lines of what did succeed) if some step failed.
+    """
+    scratch = Path(scratch).resolve()
+    mnt_dir, img_dir, dirs_dir = scratch / "mnt", scratch / "images", scratch / "dirs"
+    ledger = Ledger(scratch)
+    resources = {rid: r for rid, r in ledger.resources().items() if not r.released}
+
+    def dead(pid, start=None) -> bool:
+        return force or not pid_alive(pid, start)
+
+    # pid start times the ledger knows, by path (for the scan)
+    starts = {}
+    for r in ledger.resources().values():
+        starts.setdefault(r.path, (r.pid, r.pid_start))
+
+    def dead_by_name(name: str, regex, path: str) -> bool:
+        if force:
+            return True
+        m = regex.match(name)
+        if not m:
+            return False  # not our naming: only with force
+        pid = int(m["pid"])
+        lpid, lstart = starts.get(path, (None, None))
+        return not pid_alive(pid, lstart if lpid == pid else None)
+
+    mounts: dict[str, list[str]] = {}  # mount point -> ledger ids
+    images: dict[str, list[str]] = {}  # image path -> ledger ids (loop ids included)
+    mountdirs: dict[str, list[str]] = {}
+    dirs: dict[str, list[str]] = {}
+    inodes: dict[str, tuple[int, int]] = {}
+    live: set[str] = set()
+
+    for rid, r in resources.items():
+        p = Path(r.path)
+        expected = {"image": img_dir, "loop": img_dir, "mount": mnt_dir, "dir": dirs_dir}[r.kind]
+        if p.parent != expected:
+            continue  # not under this scratch directory: never ours to touch
+        if not dead(r.pid, r.pid_start):
+            live.add(r.path)
+            continue
+        if r.kind in ("image", "loop"):
+            images.setdefault(r.path, []).append(rid)
+        elif r.kind == "mount":
+            mounts.setdefault(r.path, []).append(rid)
+            mountdirs.setdefault(r.path, []).append(rid)
+        else:
+            dirs.setdefault(r.path, []).append(rid)
+        if isinstance(r.facts.get("inode"), int) and isinstance(r.facts.get("dev"), int):
+            inodes[r.path] = (r.facts["inode"], r.facts["dev"])
+
+    # the scan: what exists, whatever the ledger says
+    for e in _mountinfo():
+        p = Path(e.mount_point)
+        if p.parent == mnt_dir and e.mount_point not in live and dead_by_name(p.name, MOUNT_RE, e.mount_point):
+            mounts.setdefault(e.mount_point, [])
+            mountdirs.setdefault(e.mount_point, [])
+    losetup = _find_tool("losetup")
+    loops = {}  # device -> image
+    for d in _loop_devices(losetup):
+        back = d["back-file"]
+        if not back or Path(back).parent != img_dir or back in live:
+            continue
+        if back in images or dead_by_name(Path(back).name, IMAGE_RE, back):
+            loops[d["name"]] = back
+            images.setdefault(back, [])
+    for sub, regex, table in ((img_dir, IMAGE_RE, images), (mnt_dir, MOUNT_RE, mountdirs), (dirs_dir, DIR_RE, dirs)):
+        try:
+            names = sorted(os.listdir(sub))
+        except OSError:
+            continue
+        for n in names:
+            p = str(sub / n)
+            if p not in live and p not in table and regex.match(n) and dead_by_name(n, regex, p):
+                table.setdefault(p, [])
+
+    mounted = [mp for mp in mounts if _mount_at(mp) is not None]
+    if (mounted or loops) and not _is_root():
+        raise NeedsRoot(
+            f"cleanup of {len(mounted)} mount(s) and {len(loops)} loop device(s) under {scratch} "
+            f"needs root (running as uid {os.geteuid()})"
+        )
+
+    done: list[str] = []
+    failed: list[str] = []
+    umount = _find_tool("umount")
+
+    with deferred_signals():
+        # 1. unmount (deepest first)
+        for mp in sorted(mounted, key=lambda s: -s.count("/")):
+            e = _mount_at(mp)
+            try:
+                if umount is None:
+                    raise TargetError("umount is not installed (Debian package mount)")
+                how = _unmount(Path(mp), umount)
+                if how:
+                    done.append(f"{how} {mp} ({e.fstype} from {e.source})" if e else f"{how} {mp}")
+            except TargetError as err:
+                failed.append(f"unmount {mp}: {err}")
+        # 2. detach loop devices backed by our images
+        current = {d["name"]: d["back-file"] for d in _loop_devices(losetup)}
+        for dev, back in loops.items():
+            if current.get(dev) != back:
+                continue
+            r = _run([losetup, "-d", dev], timeout=120)
+            if r.returncode == 0:
+                done.append(f"detached loop device {dev} (backed by {back})")
+            else:
+                failed.append(f"detach {dev}: {_why(r)}")
+        # 3. delete image files
+        for img in images:
+            try:
+                st = os.lstat(img)
+            except FileNotFoundError:
+                continue
+            want = inodes.get(img)
+            if not stat.S_ISREG(st.st_mode) or (want and (st.st_ino, st.st_dev) != want):
+                print(f"boatload: cleanup: {img} is not the file boatload created; leaving it", file=sys.stderr)
+                continue
+            try:
+                os.unlink(img)
+                done.append(f"deleted image {img} ({st.st_size // (1024 * 1024)} MB)")
+            except OSError as err:
+                failed.append(f"delete {img}: {err.strerror}")
+        # 4. remove (empty, unmounted) mount points
+        for mp in mountdirs:
+            if _mount_at(mp) is not None:
+                continue
+            try:
+                if stat.S_ISDIR(os.lstat(mp).st_mode):
+                    os.rmdir(mp)
+                    done.append(f"removed mount point {mp}")
+            except FileNotFoundError:
+                pass
+            except OSError as err:
+                failed.append(f"remove mount point {mp}: {err.strerror}")
+        # 5. remove plain directories
+        for d in dirs:
+            try:
+                if stat.S_ISDIR(os.lstat(d).st_mode):
+                    shutil.rmtree(d)
+                    done.append(f"removed directory {d}")
+            except FileNotFoundError:
+                pass
+            except OSError as err:
+                failed.append(f"remove {d}: {err.strerror}")
+
+        # 6. mark ledger entries whose resource is gone as released
+        if resources:
+            backed = {d["back-file"] for d in _loop_devices(losetup)}
+            for rid, r in resources.items():
+                if r.path in live or not dead(r.pid, r.pid_start):
+                    continue
+                if Path(r.path).parent not in (img_dir, mnt_dir, dirs_dir):
+                    continue
+                if r.kind == "image":
+                    gone = not os.path.lexists(r.path)
+                elif r.kind == "loop":
+                    gone = r.path not in backed
+                elif r.kind == "mount":
+                    gone = _mount_at(r.path) is None and not os.path.lexists(r.path)
+                else:
+                    gone = not os.path.lexists(r.path)
+                if gone:
+                    ledger.release(rid, by="cleanup")
+
+    if failed:
+        err = TargetError(f"cleanup of {scratch}: {len(failed)} step(s) failed: " + "; ".join(failed))
+        err.done = done
+        raise err
+    return done

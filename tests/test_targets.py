@@ -1,0 +1,497 @@
+"""Targets on real file systems: provisioning, teardown on every exit path,
+cleanup of leftovers, and the safety rules (never format what we did not create).
+
+Root-needing tests are skipped without root. The state checks below read
+/proc/self/mountinfo and `losetup` directly, not through boatload.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from boatload import targets
+from boatload.ledger import Ledger
+from boatload.signals import Terminated, deferred_signals, signals_as_exceptions
+from boatload.targets import (
+    NeedsRoot,
+    TargetError,
+    TargetSpec,
+    cleanup,
+    needs_root,
+    parse_target,
+    provision,
+)
+
+IS_ROOT = os.geteuid() == 0
+root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)")
+SRC = Path(__file__).resolve().parents[1] / "src"
+NOBODY = 65534
+
+SIZES = {"tmpfs": 64, "ext2": 64, "ext3": 64, "ext4": 64, "xfs": 300, "btrfs": 128}
+
+
+def spec_for(fs: str, **kw) -> TargetSpec:
+    kind = "tmpfs" if fs == "tmpfs" else "dir" if fs == "dir" else "loop"
+    mapping = {"kind": kind, "fs": fs, **({"size_mb": SIZES[fs]} if fs in SIZES else {}), **kw}
+    return parse_target(fs, mapping)
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    s = (tmp_path / "scratch").resolve()
+    yield s
+    # never leave anything behind, even when a test fails half way
+    if IS_ROOT and leftovers(s):
+        cleanup(s, force=True)
+    assert leftovers(s) == {}
+
+
+# -- independent view of the system ------------------------------------------
+
+
+def _unescape(s: str) -> str:
+    return s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+
+
+def mounts_under(path: Path) -> dict[str, str]:
+    """mount point -> fs type, for mounts at or below `path`."""
+    out = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        parts = line.split()
+        mp = _unescape(parts[4])
+        fstype = parts[parts.index("-") + 1]
+        if mp == str(path) or mp.startswith(str(path) + "/"):
+            out[mp] = fstype
+    return out
+
+
+def loops_under(path: Path) -> dict[str, str]:
+    """loop device -> backing file, for backing files below `path`."""
+    r = subprocess.run(["losetup", "-J", "-l"], capture_output=True, text=True)
+    if not r.stdout.strip():
+        return {}
+    out = {}
+    for d in json.loads(r.stdout)["loopdevices"]:
+        back = (d.get("back-file") or "").removesuffix(" (deleted)")
+        if back.startswith(str(path) + "/"):
+            out[d["name"]] = back
+    return out
+
+
+def leftovers(scratch: Path) -> dict:
+    """Everything provisioning may leave behind; {} means clean."""
+    found = {}
+    if m := mounts_under(scratch):
+        found["mounts"] = m
+    if IS_ROOT and (lo := loops_under(scratch)):
+        found["loops"] = lo
+    for sub in ("images", "mnt", "dirs"):
+        d = scratch / sub
+        if d.is_dir() and (names := sorted(os.listdir(d))):
+            found[sub] = names
+    return found
+
+
+def wait_clean(scratch: Path, timeout: float = 5.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while (left := leftovers(scratch)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+# -- parsing -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, mapping, field, words",
+    [
+        ("ext4", {"kind": "loop", "fs": "ext4", "size_mb": -3}, "targets.ext4.size_mb", "positive integer, got -3"),
+        ("ext4", {"fs": "ext4", "size_mb": "big"}, "targets.ext4.size_mb", "'big'"),
+        ("ext4", {"fs": "ext4", "size_mb": True}, "targets.ext4.size_mb", "True"),
+        ("xfs", {"fs": "xfs", "size_mb": 100}, "targets.xfs.size_mb", "at least 300"),
+        ("btrfs", {"fs": "btrfs", "size_mb": 64}, "targets.btrfs.size_mb", "at least 128"),
+        ("ext4", {"fs": "ext4", "colour": "red"}, "targets.ext4.colour", "unknown field"),
+        ("x", {"kind": "nfs"}, "targets.x.kind", "'nfs'"),
+        ("x", {"kind": "loop", "fs": "zfs"}, "targets.x.fs", "'zfs'"),
+        ("x", {"kind": "loop"}, "targets.x.fs", "missing"),
+        ("x", {}, "targets.x.kind", "missing"),
+        ("x", {"kind": "tmpfs", "fs": "ext4"}, "targets.x.fs", "takes tmpfs"),
+        ("x", {"kind": "loop", "fs": "tmpfs"}, "targets.x.fs", "takes ext2"),
+        ("x", {"fs": "ext4", "mkfs_options": [3]}, "targets.x.mkfs_options[0]", "non-empty string"),
+        ("x", {"fs": "ext4", "mount_options": {"a": 1}}, "targets.x.mount_options", "list of strings"),
+        ("x", {"fs": "tmpfs", "mkfs_options": ["-q"]}, "targets.x.mkfs_options", "not used by kind 'tmpfs'"),
+        ("x", {"fs": "tmpfs", "mount_options": ["size=10m"]}, "targets.x.mount_options[0]", "size_mb"),
+        ("x", {"kind": "dir", "size_mb": 10}, "targets.x.size_mb", "not used by kind 'dir'"),
+        ("x", {"kind": "dir", "mount_options": ["noatime"]}, "targets.x.mount_options", "not used by kind 'dir'"),
+        ("x", ["ext4"], "targets.x", "expected a mapping"),
+        ("a/b", {"kind": "dir"}, "targets.a/b", "target name"),
+        ("x", {"name": "y", "kind": "dir"}, "targets.x.name", "does not match"),
+    ],
+)
+def test_parse_errors_name_the_field(name, mapping, field, words):
+    with pytest.raises(TargetError) as e:
+        parse_target(name, mapping)
+    msg = str(e.value)
+    assert msg.startswith(field + ":"), msg
+    assert words in msg
+    assert "\n" not in msg
+
+
+def test_parse_defaults_and_round_trip():
+    s = parse_target("ext4", {"fs": "ext4", "mkfs_options": "-E lazy_itable_init=0", "mount_options": "noatime, nodiratime"})
+    assert s == TargetSpec("ext4", "loop", "ext4", 1024, ("-E", "lazy_itable_init=0"), ("noatime", "nodiratime"))
+    d = s.to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert parse_target(d["name"], d) == s
+    assert parse_target("t", {"kind": "tmpfs"}) == TargetSpec("t", "tmpfs", "tmpfs")
+    assert parse_target("d", {"fs": "dir"}) == TargetSpec("d", "dir", "dir")
+    assert needs_root(parse_target("t", {"kind": "tmpfs"}))
+    assert needs_root(s)
+    assert not needs_root(parse_target("d", {"kind": "dir"}))
+
+
+# -- signals and ledger (no root) ----------------------------------------------
+
+
+def test_signals_as_exceptions_raises_and_restores():
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated) as e:
+        with signals_as_exceptions():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # interrupted by the handler
+    assert e.value.signum == signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_deferred_signals_hold_until_the_block_ends():
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with deferred_signals():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+            steps.append("finished the critical step")
+    assert steps == ["finished the critical step"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ledger_skips_damaged_lines(tmp_path):
+    led = Ledger(tmp_path)
+    a = led.record("image", tmp_path / "images" / "a.img")
+    with open(led.path, "a") as f:
+        f.write('{"op": "create", "id": "zz", "ki')  # torn line
+    b = led.record("dir", tmp_path / "dirs" / "b")
+    led.note(a, inode=5)
+    led.release(b)
+    res = led.resources()
+    assert set(res) == {a, b}
+    assert res[a].facts["inode"] == 5 and not res[a].released
+    assert res[b].released and res[b].pid == os.getpid()
+
+
+# -- dir (no root) -------------------------------------------------------------
+
+
+def test_dir_target(scratch):
+    spec = spec_for("dir")
+    with provision(spec, scratch) as t:
+        assert t.path.is_dir() and t.path.parent == scratch / "dirs"
+        (t.path / "sub").mkdir()
+        (t.path / "sub" / "f").write_text("hello")
+        os.symlink("/etc", t.path / "escape")  # rmtree must not follow it
+        u = t.usage()
+        assert set(u) == {"blocks_used_kb", "inodes_used", "inodes_total"}
+        assert t.provenance["kind"] == "dir" and t.provenance["path"] == str(t.path)
+        assert t.provenance["backing_fs"]
+    assert leftovers(scratch) == {}
+    assert Path("/etc/passwd").exists()
+    assert cleanup(scratch) == []
+
+
+def test_missing_tool_names_command_and_package(scratch, monkeypatch):
+    real = targets.shutil.which
+    monkeypatch.setattr(targets.shutil, "which", lambda c, *a, **k: None if c == "mkfs.xfs" else real(c, *a, **k))
+    monkeypatch.setattr(targets, "_is_root", lambda: True)
+    with pytest.raises(TargetError) as e:
+        with provision(spec_for("xfs"), scratch):
+            pass
+    assert "mkfs.xfs" in str(e.value) and "xfsprogs" in str(e.value)
+    assert str(e.value).startswith("targets.xfs.fs:")
+    assert not scratch.exists()  # checked before touching anything
+
+
+# -- real file systems (root) ---------------------------------------------------
+
+
+@root
+@pytest.mark.parametrize("fs", ["tmpfs", "ext2", "ext3", "ext4", "xfs", "btrfs"])
+def test_provision_real_fs(fs, scratch):
+    spec = spec_for(fs, mount_options=["noatime"])
+    with provision(spec, scratch) as t:
+        assert mounts_under(scratch) == {str(t.path): fs}
+        assert t.path.parent == scratch / "mnt" and t.path.name.startswith("boatload-")
+        (t.path / "hello.txt").write_text("hi")
+        assert (t.path / "hello.txt").read_text() == "hi"
+        u = t.usage()
+        assert u["blocks_used_kb"] >= 0
+        if fs.startswith("ext"):
+            assert u["inodes_total"] > 0 and u["inodes_used"] >= 11  # reserved inodes + our file
+        p = t.provenance
+        assert p["kind"] == spec.kind and p["fs"] == fs and p["kernel_fs"] == fs
+        assert "noatime" in p["mount_options"]
+        assert p["backing_fs"]
+        if fs == "tmpfs":
+            assert p["loop_device"] is None and p["mkfs_command"] is None
+            assert any(o.startswith("size=") for o in p["mount_options"])
+        else:
+            assert p["loop_device"].startswith("/dev/loop")
+            assert loops_under(scratch) == {p["loop_device"]: p["image"]}
+            assert p["image_size_bytes"] == SIZES[fs] * 1024 * 1024
+            assert Path(p["mkfs_command"][0]).name == targets.MKFS[fs][0]
+            assert p["mkfs_command"][-1] == p["loop_device"]
+            assert os.stat(p["image"]).st_blocks * 512 < p["image_size_bytes"]  # sparse
+        json.dumps(p)  # provenance is plain data
+    assert leftovers(scratch) == {}
+    assert cleanup(scratch) == []
+    res = Ledger(scratch).resources()
+    assert res and all(r.released for r in res.values())
+
+
+@root
+@pytest.mark.parametrize("fs", ["tmpfs", "ext4"])
+def test_exception_inside_block_tears_down(fs, scratch):
+    with pytest.raises(ZeroDivisionError):
+        with provision(spec_for(fs), scratch) as t:
+            (t.path / "f").write_text("x")
+            1 / 0
+    assert leftovers(scratch) == {}
+
+
+@root
+def test_failing_mkfs_and_mount_tear_down(scratch):
+    with pytest.raises(TargetError, match=r"targets\.ext4\.mkfs_options"):
+        with provision(spec_for("ext4", mkfs_options=["--no-such-flag"]), scratch):
+            pass
+    assert leftovers(scratch) == {}
+    with pytest.raises(TargetError, match=r"targets\.ext4\.mount_options"):
+        with provision(spec_for("ext4", mount_options=["no_such_option"]), scratch):
+            pass
+    assert leftovers(scratch) == {}
+
+
+@root
+def test_busy_mount_is_detached_lazily(scratch, capsys):
+    with provision(spec_for("ext4"), scratch) as t:
+        held = open(t.path / "held", "w")
+    try:
+        assert "lazily" in capsys.readouterr().err
+        assert mounts_under(scratch) == {}
+    finally:
+        held.close()
+    assert wait_clean(scratch) == {}  # the loop device clears itself once released
+
+
+CHILD = textwrap.dedent(
+    """
+    import signal, sys, time
+    from pathlib import Path
+    from boatload.targets import parse_target, provision
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
+    spec = parse_target("ext4", {"fs": "ext4", "size_mb": 64})
+    with provision(spec, Path(sys.argv[1])) as t:
+        print("READY", t.path, flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def start_child(scratch: Path, **kw) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(SRC))
+    p = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(scratch)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kw,
+    )
+    line = p.stdout.readline()
+    if not line.startswith("READY"):
+        p.kill()
+        raise AssertionError(f"child did not provision: {line!r} {p.stderr.read()}")
+    return p
+
+
+@root
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_signal_to_child_tears_down(sig, scratch):
+    p = start_child(scratch)
+    assert str(scratch / "mnt") in next(iter(mounts_under(scratch)))
+    p.send_signal(sig)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode != 0
+    assert ("KeyboardInterrupt" if sig == signal.SIGINT else "Terminated") in err
+    assert leftovers(scratch) == {}
+    assert cleanup(scratch) == []
+
+
+@root
+def test_sigkill_leftovers_are_cleaned_up(scratch):
+    p = start_child(scratch)
+    p.kill()
+    p.wait(timeout=30)
+    left = leftovers(scratch)
+    assert left["mounts"] and left["loops"] and left["images"]
+    lines = cleanup(scratch)
+    assert any(line.startswith("unmounted") for line in lines)
+    assert any(line.startswith("detached loop device") for line in lines)
+    assert any(line.startswith("deleted image") for line in lines)
+    assert any(line.startswith("removed mount point") for line in lines)
+    assert leftovers(scratch) == {}
+    assert cleanup(scratch) == []
+    assert all(r.released for r in Ledger(scratch).resources().values())
+
+
+@root
+def test_cleanup_finds_leftovers_without_the_ledger(scratch):
+    p = start_child(scratch)
+    p.kill()
+    p.wait(timeout=30)
+    (scratch / "ledger.jsonl").write_text("garbage\n{not json\n")
+    lines = cleanup(scratch)
+    assert len(lines) == 4, lines  # unmount, detach, delete image, rmdir
+    assert leftovers(scratch) == {}
+    assert cleanup(scratch) == []
+
+
+@root
+def test_cleanup_leaves_live_runs_alone(scratch):
+    with provision(spec_for("tmpfs"), scratch) as t:
+        assert cleanup(scratch) == []
+        assert str(t.path) in mounts_under(scratch)
+    assert leftovers(scratch) == {}
+
+
+@root
+def test_existing_file_at_image_path_is_never_formatted(scratch, monkeypatch):
+    token = f"{os.getpid()}-fixed"
+    monkeypatch.setattr(targets, "_token", lambda: token)
+    victim = scratch / "images" / f"ext4-{token}.img"
+    victim.parent.mkdir(parents=True)
+    victim.write_bytes(b"precious" * 1000)
+    with pytest.raises(TargetError, match="already exists"):
+        with provision(spec_for("ext4"), scratch):
+            pass
+    assert victim.read_bytes() == b"precious" * 1000
+    victim.unlink()
+    assert leftovers(scratch) == {}
+
+
+@root
+def test_image_swapped_before_mkfs_is_not_formatted(scratch, monkeypatch):
+    """Someone replaces the image between creation and formatting: refuse."""
+    real_run = targets._run
+    victim = {}
+
+    def run(argv, *a, **k):
+        if "--find" in argv:
+            img = Path(argv[-1])
+            img.unlink()
+            img.write_bytes(b"precious" * 1000)
+            victim["path"] = img
+        return real_run(argv, *a, **k)
+
+    monkeypatch.setattr(targets, "_run", run)
+    with pytest.raises(TargetError, match="refusing to format"):
+        with provision(spec_for("ext4"), scratch):
+            pass
+    assert victim["path"].read_bytes() == b"precious" * 1000  # neither formatted nor deleted
+    victim["path"].unlink()
+    assert leftovers(scratch) == {}
+
+
+# -- without root (run as nobody) ------------------------------------------------
+
+
+def _as_nobody():
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+def nobody_python() -> str:
+    for exe in (sys.executable, "/usr/bin/python3"):
+        try:
+            r = subprocess.run([exe, "-c", "import sys; assert sys.version_info >= (3, 11)"],
+                               preexec_fn=_as_nobody, cwd="/", capture_output=True, timeout=30)
+        except OSError:
+            continue
+        if r.returncode == 0:
+            return exe
+    pytest.skip("no Python 3.11 that user nobody may run")
+
+
+def run_as_nobody(code: str, *args: str) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC), "HOME": "/", "LC_ALL": "C"}
+    return subprocess.run([nobody_python(), "-c", code, *args], preexec_fn=_as_nobody, cwd="/",
+                          env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def nobody_scratch():
+    base = Path(tempfile.mkdtemp(prefix="boatload-test-"))
+    os.chmod(base, 0o755)
+    os.chown(base, NOBODY, NOBODY)
+    yield base / "scratch"
+    import shutil
+
+    shutil.rmtree(base)
+
+
+@root
+def test_non_root_tmpfs_needs_root(nobody_scratch):
+    code = textwrap.dedent(
+        """
+        import sys
+        from pathlib import Path
+        from boatload.targets import NeedsRoot, parse_target, provision
+        for name, m in (("tmpfs", {"kind": "tmpfs"}), ("ext4", {"fs": "ext4"})):
+            try:
+                with provision(parse_target(name, m), Path(sys.argv[1])):
+                    print("provisioned?!")
+            except NeedsRoot as e:
+                print(e)
+        """
+    )
+    r = run_as_nobody(code, str(nobody_scratch))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "tmpfs target 'tmpfs' needs root to mount (running as uid 65534)"
+    assert lines[1].startswith("loop target 'ext4' (ext4) needs root") and "uid 65534" in lines[1]
+    assert not nobody_scratch.exists()  # nothing touched
+
+
+@root
+def test_non_root_dir_works(nobody_scratch):
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from pathlib import Path
+        from boatload.targets import cleanup, parse_target, provision
+        with provision(parse_target("home", {"kind": "dir"}), Path(sys.argv[1])) as t:
+            (t.path / "f").write_text("x")
+            print(t.path, os.stat(t.path).st_uid)
+        print(t.path.exists(), cleanup(Path(sys.argv[1])))
+        """
+    )
+    r = run_as_nobody(code, str(nobody_scratch))
+    assert r.returncode == 0, r.stderr
+    first, second = r.stdout.splitlines()
+    assert first.endswith(f" {NOBODY}") and "/dirs/home-" in first
+    assert second == "False []"
+    assert leftovers(nobody_scratch) == {}
