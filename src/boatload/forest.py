@@ -74,11 +74,14 @@ def measure(provisioned: Provisioned, method: str, shape: list[int], time_cap_s:
     """Create the forest on the target and account for what was made and what it cost."""
     before = provisioned.usage()
     cache = scratch_dir() / "archives"
+    # A fresh directory on the target: a new file system's root is not empty (lost+found).
+    root = provisioned.path / "forest"
+    root.mkdir()
     if method in WORKER_THREADS:
-        run = _run_worker(method, provisioned.path, shape, seed)
+        run = _run_worker(method, root, shape, seed)
     else:
-        run = _run_baseline(method, provisioned.path, shape, time_cap_s, cache)
-    files, dirs = creators.count_files(provisioned.path)
+        run = _run_baseline(method, root, shape, time_cap_s, cache)
+    files, dirs = creators.count_files(root)
     after = provisioned.usage()
     planned = 1
     for n in shape:

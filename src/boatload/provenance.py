@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 
@@ -23,8 +24,9 @@ def gather(raw: list[Path], config_path: str, scale: str) -> dict:
             "kind": t["kind"],
             "fs": t["fs"],
             "size_mb": t.get("size_mb"),
-            "mkfs": p.get("mkfs") or [],
-            "mount_options": p.get("mount_options") or "",
+            "mkfs": [os.path.basename(a) if i == 0 else a for i, a in enumerate(p.get("mkfs_command") or [])],
+            "mount_options": ",".join(p.get("mount_options") or []),
+            "backing_fs": p.get("backing_fs_mount") or p.get("backing_fs"),
             "substituted": t.get("substituted"),
         }
     for doc in docs:

@@ -1,0 +1,174 @@
+/* cli.c - table-driven option parsing with one-line error messages. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cli_error(const char *fmt, ...)
+{
+    char msg[CLI_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    /* keep it to one line whatever the argument contained */
+    for (char *p = msg; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    fprintf(stderr, "boatload-worker: %s\n", msg);
+}
+
+int cli_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    uint64_t v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+            return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_double(const char *s, double *out)
+{
+    if (!s || !*s || !((*s >= '0' && *s <= '9') || *s == '.'))
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static struct opt_spec *find(struct opt_spec *specs, const char *name, size_t len)
+{
+    for (struct opt_spec *s = specs; s->type != OPT_END; s++)
+        if (strlen(s->name) == len && strncmp(s->name, name, len) == 0)
+            return s;
+    return NULL;
+}
+
+/* Quote-safe short rendering of a user value for messages. */
+static const char *shown(const char *v)
+{
+    return v ? v : "";
+}
+
+int cli_parse(int argc, char **argv, struct opt_spec *specs, char *err, size_t errlen)
+{
+    for (struct opt_spec *s = specs; s->type != OPT_END; s++)
+        s->seen = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+            snprintf(err, errlen, "%s: unexpected argument", arg);
+            return -1;
+        }
+        const char *eq = strchr(arg, '=');
+        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+        struct opt_spec *s = find(specs, arg, nlen);
+        if (!s) {
+            snprintf(err, errlen, "%.*s: unknown argument", (int)nlen, arg);
+            return -1;
+        }
+        if (s->seen) {
+            snprintf(err, errlen, "%s: given more than once", s->name);
+            return -1;
+        }
+        s->seen = 1;
+        if (s->type == OPT_FLAG) {
+            if (eq) {
+                snprintf(err, errlen, "%s: takes no value", s->name);
+                return -1;
+            }
+            *(int *)s->dst = 1;
+            continue;
+        }
+        const char *val;
+        if (eq)
+            val = eq + 1;
+        else if (i + 1 < argc)
+            val = argv[++i];
+        else {
+            snprintf(err, errlen, "%s: missing value", s->name);
+            return -1;
+        }
+        switch (s->type) {
+        case OPT_STR:
+            if (!*val) {
+                snprintf(err, errlen, "%s: expected a non-empty value", s->name);
+                return -1;
+            }
+            *(const char **)s->dst = val;
+            break;
+        case OPT_U64: {
+            uint64_t v;
+            if (cli_parse_u64(val, &v) != 0 || v < s->min || v > s->max) {
+                snprintf(err, errlen, "%s: expected an integer %llu..%llu, got '%s'", s->name,
+                         (unsigned long long)s->min, (unsigned long long)s->max, shown(val));
+                return -1;
+            }
+            *(uint64_t *)s->dst = v;
+            break;
+        }
+        case OPT_DOUBLE: {
+            double v;
+            if (cli_parse_double(val, &v) != 0 || v < s->dmin || v > s->dmax) {
+                snprintf(err, errlen, "%s: expected a number %g..%g, got '%s'", s->name,
+                         s->dmin, s->dmax, shown(val));
+                return -1;
+            }
+            *(double *)s->dst = v;
+            break;
+        }
+        case OPT_ENUM: {
+            int k;
+            for (k = 0; s->choices[k]; k++)
+                if (strcmp(s->choices[k], val) == 0)
+                    break;
+            if (!s->choices[k]) {
+                char list[256] = "";
+                size_t n = 0;
+                for (int c = 0; s->choices[c] && n < sizeof list; c++) {
+                    int w = snprintf(list + n, sizeof list - n, "%s%s", c ? "|" : "", s->choices[c]);
+                    if (w < 0)
+                        break;
+                    n += (size_t)w;
+                }
+                snprintf(err, errlen, "%s: expected one of %s, got '%s'", s->name, list, shown(val));
+                return -1;
+            }
+            *(int *)s->dst = k;
+            break;
+        }
+        case OPT_CUSTOM: {
+            char sub[CLI_ERR_MAX];
+            if (s->parse(val, s->dst, sub, sizeof sub) != 0) {
+                snprintf(err, errlen, "%s: %s", s->name, sub);
+                return -1;
+            }
+            break;
+        }
+        default:
+            snprintf(err, errlen, "%s: internal error (bad option type)", s->name);
+            return -1;
+        }
+    }
+    for (struct opt_spec *s = specs; s->type != OPT_END; s++) {
+        if (s->required && !s->seen) {
+            snprintf(err, errlen, "%s: required argument missing", s->name);
+            return -1;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,53 @@
+/* main.c - boatload-worker entry point: version, help, workload dispatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "report.h"
+#include "tree.h"
+
+#ifndef BOATLOAD_VERSION
+#define BOATLOAD_VERSION "unknown"
+#endif
+
+struct workload {
+    const char *name;
+    int (*run)(int argc, char **argv);
+};
+
+/* Later workloads (meta, seqio, randio) are added here. */
+static const struct workload workloads[] = {
+    {"tree", tree_main},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: boatload-worker --version\n"
+            "       boatload-worker tree --dir DIR --shape AxBx...xF [--threads N]\n"
+            "                [--order sequential|random] [--seed N] [--fsync none|file|dir]\n"
+            "                [--allow-existing] [--out FILE] [--progress] [--interval SECONDS]\n"
+            "Writes one JSON document to stdout (or --out FILE). Exit: 0 ok, 1 a system\n"
+            "call failed (partial results + error), 2 bad arguments, 130 interrupted.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        cli_error("missing workload (expected: tree, or --version)");
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("boatload-worker %s\n", BOATLOAD_VERSION);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
+        if (strcmp(argv[1], workloads[i].name) == 0)
+            return workloads[i].run(argc - 2, argv + 2);
+    cli_error("%s: unknown workload (expected: tree)", argv[1]);
+    return EXIT_USAGE;
+}

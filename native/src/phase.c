@@ -1,0 +1,324 @@
+/* phase.c - thread orchestration, interval sampling, result assembly. */
+#include "phase.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "signals.h"
+#include "timing.h"
+
+struct thread_arg {
+    struct phase_run *run;
+    struct phase_thread *t;
+};
+
+void phase_fail(struct phase_thread *t, int err, const char *where)
+{
+    struct phase_run *run = t->run;
+    pthread_mutex_lock(&run->lock);
+    if (!run->res->error.set) {
+        run->res->error.set = 1;
+        run->res->error.phase = run->res->name;
+        run->res->error.err = err;
+        snprintf(run->res->error.where, sizeof run->res->error.where, "%s", where ? where : "");
+    }
+    pthread_mutex_unlock(&run->lock);
+    atomic_store(&run->stop, 1);
+}
+
+static void *thread_main(void *p)
+{
+    struct phase_thread *t = p;
+    struct phase_run *run = t->run;
+    pthread_mutex_lock(&run->lock);
+    while (!run->go)
+        pthread_cond_wait(&run->go_cond, &run->lock);
+    pthread_mutex_unlock(&run->lock);
+    if (!atomic_load(&run->stop))
+        run->fn(t, run->arg);
+    phase_publish(t, t->ops);
+    t->t_end = now_ns();
+    atomic_fetch_add(&run->done, 1);
+    return NULL;
+}
+
+static void setup_failed(struct phase_result *res, int err)
+{
+    res->error.set = 1;
+    res->error.phase = res->name;
+    res->error.err = err;
+    snprintf(res->error.where, sizeof res->error.where, "setup");
+}
+
+static int add_sample(struct phase_result *r, double t_s, uint64_t ops, double dt)
+{
+    if (r->n_iv == r->cap_iv) {
+        size_t cap = r->cap_iv ? r->cap_iv * 2 : 64;
+        struct interval_sample *n = realloc(r->iv, cap * sizeof *n);
+        if (!n)
+            return -1;
+        r->iv = n;
+        r->cap_iv = cap;
+    }
+    r->iv[r->n_iv++] = (struct interval_sample){
+        .t_s = t_s, .ops = ops, .ops_per_s = dt > 0 ? (double)ops / dt : 0.0};
+    return 0;
+}
+
+static uint64_t live_ops(const struct phase_run *run, unsigned n)
+{
+    uint64_t sum = 0;
+    for (unsigned i = 0; i < n; i++)
+        sum += atomic_load_explicit(&run->slots[i].ops, memory_order_relaxed);
+    return sum;
+}
+
+static void progress_line(const struct phase_opts *o, uint64_t done, double elapsed, double rate)
+{
+    char eta[32] = "?";
+    if (o->expected_ops && rate > 0 && done <= o->expected_ops) {
+        double s = (double)(o->expected_ops - done) / rate;
+        if (s < 1e9) {
+            unsigned long long u = (unsigned long long)(s + 0.5);
+            snprintf(eta, sizeof eta, "%lluh%02llum%02llus", u / 3600, (u / 60) % 60, u % 60);
+        }
+    }
+    if (o->expected_ops)
+        fprintf(stderr, "boatload-worker: %s: %llu/%llu %s (%.1f%%), %.0f %s/s, ETA %s, elapsed %.1fs\n",
+                o->name, (unsigned long long)done, (unsigned long long)o->expected_ops, o->unit,
+                100.0 * (double)done / (double)o->expected_ops, rate, o->unit, eta, elapsed);
+    else
+        fprintf(stderr, "boatload-worker: %s: %llu %s, %.0f %s/s, elapsed %.1fs\n", o->name,
+                (unsigned long long)done, o->unit, rate, o->unit, elapsed);
+}
+
+int phase_run(struct phase_result *res, const struct phase_opts *o,
+              phase_worker_fn fn, void *arg)
+{
+    memset(res, 0, sizeof *res);
+    res->name = o->name;
+    res->lat = malloc(sizeof *res->lat);
+    if (!res->lat)
+        return -1;
+    hist_init(res->lat);
+
+    unsigned n = o->threads;
+    struct phase_run run;
+    memset(&run, 0, sizeof run);
+    atomic_init(&run.stop, 0);
+    atomic_init(&run.done, 0);
+    run.res = res;
+    run.fn = fn;
+    run.arg = arg;
+    pthread_mutex_init(&run.lock, NULL);
+    pthread_cond_init(&run.go_cond, NULL);
+    run.slots = aligned_alloc(64, n * sizeof *run.slots);
+    struct phase_thread **th = calloc(n, sizeof *th);
+    pthread_t *tids = calloc(n, sizeof *tids);
+    if (!run.slots || !th || !tids) {
+        setup_failed(res, ENOMEM);
+        free(run.slots);
+        free(th);
+        free(tids);
+        return -1;
+    }
+    memset(run.slots, 0, n * sizeof *run.slots);
+    for (unsigned i = 0; i < n; i++) {
+        th[i] = aligned_alloc(64, (sizeof **th + 63) / 64 * 64);
+        if (!th[i]) {
+            setup_failed(res, ENOMEM);
+            for (unsigned k = 0; k < i; k++)
+                free(th[k]);
+            free(run.slots);
+            free(th);
+            free(tids);
+            return -1;
+        }
+        memset(th[i], 0, sizeof **th);
+        th[i]->run = &run;
+        th[i]->id = i;
+        hist_init(&th[i]->hist);
+    }
+
+    /* Threads start with SIGINT/SIGTERM blocked: the main thread gets them. */
+    sigset_t old;
+    signals_block(&old);
+    unsigned started = 0;
+    for (; started < n; started++) {
+        int rc = pthread_create(&tids[started], NULL, thread_main, th[started]);
+        if (rc != 0) {
+            phase_fail(th[started], rc, "pthread_create");
+            break;
+        }
+    }
+    signals_restore(&old);
+
+    if (signal_stop) {
+        res->interrupted = 1;
+        atomic_store(&run.stop, 1);
+    }
+    struct cpu_times cpu0, cpu1;
+    cpu_times_now(&cpu0);
+    uint64_t t_start = now_ns();
+    pthread_mutex_lock(&run.lock);
+    run.go = 1;
+    pthread_cond_broadcast(&run.go_cond);
+    pthread_mutex_unlock(&run.lock);
+
+    uint64_t iv_ns = (uint64_t)(o->interval_s * 1e9);
+    if (iv_ns < 1000000)
+        iv_ns = 1000000;
+    const uint64_t poll_ns = 10000000; /* 10 ms: reaction time to signals/end */
+    uint64_t next = t_start + iv_ns, last_t = t_start, last_ops = 0;
+    int oom = 0;
+    while (atomic_load(&run.done) < started) {
+        if (signal_stop && !res->interrupted) {
+            res->interrupted = 1;
+            atomic_store(&run.stop, 1);
+        }
+        uint64_t now = now_ns();
+        if (now >= next) {
+            uint64_t ops = live_ops(&run, n);
+            double dt = (double)(now - last_t) / 1e9;
+            if (add_sample(res, (double)(now - t_start) / 1e9, ops - last_ops, dt) != 0)
+                oom = 1;
+            if (o->progress) {
+                double el = (double)(now - t_start) / 1e9;
+                progress_line(o, ops, el, el > 0 ? (double)ops / el : 0.0);
+            }
+            last_t = now;
+            last_ops = ops;
+            next += iv_ns;
+            if (next <= now)
+                next = now + iv_ns;
+            continue;
+        }
+        uint64_t wait = next - now;
+        sleep_ns(wait < poll_ns ? wait : poll_ns);
+    }
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
+    cpu_times_now(&cpu1);
+
+    uint64_t t_end = t_start;
+    for (unsigned i = 0; i < started; i++) {
+        if (th[i]->t_end > t_end)
+            t_end = th[i]->t_end;
+        res->ops += th[i]->ops;
+        res->dirs += th[i]->dirs;
+        res->bytes += th[i]->bytes;
+        res->existing += th[i]->existing;
+        hist_merge(res->lat, &th[i]->hist);
+    }
+    if (signal_stop && !res->interrupted && res->ops < o->expected_ops)
+        res->interrupted = 1;
+
+    /* final (partial) interval, ending at the end of the phase */
+    if (t_end > last_t) {
+        if (add_sample(res, (double)(t_end - t_start) / 1e9, res->ops - last_ops,
+                       (double)(t_end - last_t) / 1e9) != 0)
+            oom = 1;
+    } else if (res->n_iv > 0) {
+        /* the last sample was taken after the workers had finished:
+         * make it end at the phase end and hold all remaining ops */
+        struct interval_sample *s = &res->iv[res->n_iv - 1];
+        double start = res->n_iv > 1 ? res->iv[res->n_iv - 2].t_s : 0.0;
+        s->t_s = (double)(t_end - t_start) / 1e9;
+        s->ops += res->ops - last_ops;
+        s->ops_per_s = s->t_s > start ? (double)s->ops / (s->t_s - start) : 0.0;
+    } else if (add_sample(res, 0.0, res->ops, 0.0) != 0) {
+        oom = 1;
+    }
+
+    res->seconds = (double)(t_end - t_start) / 1e9;
+    res->cpu_user_s = cpu1.user_s - cpu0.user_s;
+    res->cpu_sys_s = cpu1.sys_s - cpu0.sys_s;
+    if (o->progress) {
+        progress_line(o, res->ops, res->seconds,
+                      res->seconds > 0 ? (double)res->ops / res->seconds : 0.0);
+    }
+
+    for (unsigned i = 0; i < n; i++)
+        free(th[i]);
+    free(th);
+    free(tids);
+    free(run.slots);
+    pthread_mutex_destroy(&run.lock);
+    pthread_cond_destroy(&run.go_cond);
+    return oom ? -1 : 0;
+}
+
+void phase_result_free(struct phase_result *res)
+{
+    free(res->lat);
+    free(res->iv);
+    res->lat = NULL;
+    res->iv = NULL;
+}
+
+static void lat_field(struct json *j, const char *k, double ns, int empty)
+{
+    json_key(j, k);
+    if (empty)
+        json_null(j);
+    else
+        json_double(j, ns / 1000.0);
+}
+
+void phase_write_json(struct json *j, const struct phase_result *r)
+{
+    json_obj_begin(j);
+    json_key(j, "name");
+    json_str(j, r->name);
+    json_key(j, "ops");
+    json_u64(j, r->ops);
+    json_key(j, "dirs");
+    json_u64(j, r->dirs);
+    json_key(j, "bytes");
+    json_u64(j, r->bytes);
+    json_key(j, "existing");
+    json_u64(j, r->existing);
+    json_key(j, "seconds");
+    json_double(j, r->seconds);
+    json_key(j, "ops_per_s");
+    json_double(j, r->seconds > 0 ? (double)r->ops / r->seconds : 0.0);
+    json_key(j, "mb_per_s");
+    json_double(j, r->seconds > 0 ? (double)r->bytes / 1e6 / r->seconds : 0.0);
+    json_key(j, "cpu_user_s");
+    json_double(j, r->cpu_user_s);
+    json_key(j, "cpu_sys_s");
+    json_double(j, r->cpu_sys_s);
+
+    const struct hist *h = r->lat;
+    int empty = !h || h->count == 0;
+    json_key(j, "latency_us");
+    json_obj_begin(j);
+    json_key(j, "count");
+    json_u64(j, h ? h->count : 0);
+    lat_field(j, "mean", empty ? 0 : hist_mean(h), empty);
+    lat_field(j, "stddev", empty ? 0 : hist_stddev(h), empty);
+    lat_field(j, "min", empty ? 0 : (double)h->min, empty);
+    lat_field(j, "p50", empty ? 0 : hist_percentile(h, 50.0), empty);
+    lat_field(j, "p90", empty ? 0 : hist_percentile(h, 90.0), empty);
+    lat_field(j, "p99", empty ? 0 : hist_percentile(h, 99.0), empty);
+    lat_field(j, "p99_9", empty ? 0 : hist_percentile(h, 99.9), empty);
+    lat_field(j, "max", empty ? 0 : (double)h->max, empty);
+    json_obj_end(j);
+
+    json_key(j, "intervals");
+    json_arr_begin(j);
+    for (size_t i = 0; i < r->n_iv; i++) {
+        json_obj_begin(j);
+        json_key(j, "t_s");
+        json_double(j, r->iv[i].t_s);
+        json_key(j, "ops");
+        json_u64(j, r->iv[i].ops);
+        json_key(j, "ops_per_s");
+        json_double(j, r->iv[i].ops_per_s);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    json_obj_end(j);
+}

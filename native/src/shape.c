@@ -1,0 +1,107 @@
+/* shape.c - parsing and naming of fixed fan-out tree shapes. */
+#include "shape.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static unsigned digits(uint64_t v)
+{
+    unsigned d = 1;
+    while (v >= 10) {
+        v /= 10;
+        d++;
+    }
+    return d;
+}
+
+int shape_parse(const char *s, struct shape *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    const char *p = s;
+    if (!*p)
+        goto bad;
+    for (;;) {
+        if (out->nlevels == SHAPE_MAX_LEVELS) {
+            snprintf(err, errlen, "at most %d levels, got '%s'", SHAPE_MAX_LEVELS, s);
+            return -1;
+        }
+        if (*p < '0' || *p > '9')
+            goto bad;
+        uint64_t v = 0;
+        while (*p >= '0' && *p <= '9') {
+            v = v * 10 + (uint64_t)(*p - '0');
+            if (v > SHAPE_MAX_FANOUT) {
+                snprintf(err, errlen, "each number must be 1..%llu, got '%s'",
+                         (unsigned long long)SHAPE_MAX_FANOUT, s);
+                return -1;
+            }
+            p++;
+        }
+        if (v == 0) {
+            snprintf(err, errlen, "each number must be 1..%llu, got '%s'",
+                     (unsigned long long)SHAPE_MAX_FANOUT, s);
+            return -1;
+        }
+        out->fan[out->nlevels++] = v;
+        if (*p == '\0')
+            break;
+        if (*p != 'x')
+            goto bad;
+        p++;
+    }
+    /* totals with overflow checks (limit 2^63 - 1 so JSON consumers are safe) */
+    const uint64_t limit = INT64_MAX;
+    uint64_t prod = 1, dirs = 0;
+    for (unsigned l = 0; l < out->nlevels; l++) {
+        if (__builtin_mul_overflow(prod, out->fan[l], &prod) || prod > limit) {
+            snprintf(err, errlen, "too many files (more than 2^63-1), got '%s'", s);
+            return -1;
+        }
+        if (l + 1 < out->nlevels) {
+            dirs += prod; /* dirs <= 2*prod of the last dir level: no overflow */
+        }
+        unsigned minw = l + 1 < out->nlevels ? 3 : 6;
+        unsigned w = digits(out->fan[l] - 1);
+        out->width[l] = w < minw ? minw : w;
+    }
+    out->files = prod;
+    out->dirs = dirs;
+    out->files_per_leaf = out->fan[out->nlevels - 1];
+    out->leaves = prod / out->files_per_leaf;
+    return 0;
+bad:
+    snprintf(err, errlen, "expected positive integers joined by 'x' (e.g. 10x1000), got '%s'", s);
+    return -1;
+}
+
+void shape_leaf_indices(const struct shape *sh, uint64_t leaf, uint64_t *idx)
+{
+    for (int l = (int)sh->nlevels - 2; l >= 0; l--) {
+        idx[l] = leaf % sh->fan[l];
+        leaf /= sh->fan[l];
+    }
+}
+
+size_t shape_path(const struct shape *sh, const uint64_t *idx, unsigned depth,
+                  const char *file, char *buf, size_t buflen)
+{
+    size_t n = 0;
+    char name[SHAPE_NAME_MAX];
+    if (buflen == 0)
+        return 0;
+    buf[0] = '\0';
+    for (unsigned l = 0; l < depth; l++) {
+        shape_name(sh, l, idx[l], name);
+        int k = snprintf(buf + n, buflen - n, "%s%s", n ? "/" : "", name);
+        if (k < 0 || (size_t)k >= buflen - n)
+            return strlen(buf);
+        n += (size_t)k;
+    }
+    if (file) {
+        int k = snprintf(buf + n, buflen - n, "%s%s", n ? "/" : "", file);
+        if (k < 0 || (size_t)k >= buflen - n)
+            return strlen(buf);
+        n += (size_t)k;
+    }
+    return n;
+}

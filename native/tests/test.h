@@ -1,0 +1,51 @@
+/* test.h - tiny test harness: CHECK() records a failure and continues. */
+#ifndef BOATLOAD_TEST_H
+#define BOATLOAD_TEST_H
+
+#include <stdio.h>
+
+extern int test_failures;           /* failed checks in the current test */
+extern const char *test_worker_path;/* path of the built boatload-worker */
+
+#define CHECK(cond)                                                              \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            fprintf(stderr, "  %s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+            test_failures++;                                                     \
+        }                                                                        \
+    } while (0)
+
+#define CHECKF(cond, ...)                                                        \
+    do {                                                                         \
+        if (!(cond)) {                                                           \
+            fprintf(stderr, "  %s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+            fprintf(stderr, __VA_ARGS__);                                        \
+            fputc('\n', stderr);                                                 \
+            test_failures++;                                                     \
+        }                                                                        \
+    } while (0)
+
+/* test_hist.c */
+void test_hist_bucket_ranges(void);
+void test_hist_percentiles(void);
+void test_hist_merge_and_moments(void);
+/* test_shape.c */
+void test_shape_parse_good(void);
+void test_shape_parse_bad(void);
+void test_shape_names(void);
+void test_cli_parse(void);
+void test_perm(void);
+/* test_json.c */
+void test_json_escape(void);
+void test_json_structure(void);
+/* test_integration.c */
+void test_int_version(void);
+void test_int_counts_and_names(void);
+void test_int_random_same_set(void);
+void test_int_nonempty_exit2(void);
+void test_int_bad_args_exit2(void);
+void test_int_symlink_dir_not_followed(void);
+void test_int_symlink_file_not_followed(void);
+void test_int_out_file(void);
+
+#endif

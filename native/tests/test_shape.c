@@ -1,0 +1,176 @@
+/* test_shape.c - shape parsing and naming, option parsing, permutations. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "prng.h"
+#include "shape.h"
+#include "test.h"
+
+void test_shape_parse_good(void)
+{
+    struct shape s;
+    char err[256];
+    CHECK(shape_parse("10x1000", &s, err, sizeof err) == 0);
+    CHECK(s.nlevels == 2 && s.fan[0] == 10 && s.fan[1] == 1000);
+    CHECK(s.files == 10000 && s.dirs == 10 && s.leaves == 10 && s.files_per_leaf == 1000);
+    CHECK(s.width[0] == 3 && s.width[1] == 6);
+
+    CHECK(shape_parse("1000x1000x1000", &s, err, sizeof err) == 0);
+    CHECK(s.nlevels == 3 && s.files == 1000000000ull && s.dirs == 1001000 && s.leaves == 1000000);
+
+    CHECK(shape_parse("7", &s, err, sizeof err) == 0);
+    CHECK(s.nlevels == 1 && s.files == 7 && s.dirs == 0 && s.leaves == 1 && s.files_per_leaf == 7);
+
+    CHECK(shape_parse("12345x10000000", &s, err, sizeof err) == 0);
+    CHECK(s.width[0] == 5 && s.width[1] == 7);
+    CHECK(s.files == 123450000000ull);
+
+    CHECK(shape_parse("1x1x1x1", &s, err, sizeof err) == 0);
+    CHECK(s.files == 1 && s.dirs == 3 && s.leaves == 1);
+
+    CHECK(shape_parse("1000000000000", &s, err, sizeof err) == 0); /* max fan-out */
+    CHECK(s.width[0] == 12);
+}
+
+void test_shape_parse_bad(void)
+{
+    static const char *bad[] = {
+        "", "x", "10x", "x10", "10xx10", "10X10", "-5", "+5", "0", "10x0", " 10", "10 ",
+        "1e3", "10x1000x", "abc", "10,1000", "1000000000001", "4294967296x4294967296",
+        "1000000x1000000x1000000x1000000", "1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1x1", "99999999999999999999999",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct shape s;
+        char err[256] = "";
+        CHECKF(shape_parse(bad[i], &s, err, sizeof err) != 0, "'%s' accepted", bad[i]);
+        CHECKF(err[0] != '\0' && strchr(err, '\n') == NULL, "'%s': bad message '%s'", bad[i], err);
+    }
+}
+
+void test_shape_names(void)
+{
+    struct shape s;
+    char err[256], name[SHAPE_NAME_MAX], path[256];
+    CHECK(shape_parse("10x1000", &s, err, sizeof err) == 0);
+    shape_name(&s, 0, 3, name);
+    CHECK(strcmp(name, "d003") == 0);
+    shape_name(&s, 1, 123, name);
+    CHECK(strcmp(name, "f000123") == 0);
+    uint64_t idx[SHAPE_MAX_LEVELS];
+    shape_leaf_indices(&s, 3, idx);
+    shape_path(&s, idx, 1, "f000123", path, sizeof path);
+    CHECK(strcmp(path, "d003/f000123") == 0);
+
+    CHECK(shape_parse("10x20x5", &s, err, sizeof err) == 0);
+    shape_leaf_indices(&s, 47, idx);
+    CHECK(idx[0] == 2 && idx[1] == 7);
+    shape_path(&s, idx, 2, NULL, path, sizeof path);
+    CHECK(strcmp(path, "d002/d007") == 0);
+
+    CHECK(shape_parse("5000x1234567", &s, err, sizeof err) == 0);
+    shape_name(&s, 0, 42, name);
+    CHECK(strcmp(name, "d0042") == 0);
+    shape_name(&s, 1, 1234566, name);
+    CHECK(strcmp(name, "f1234566") == 0);
+    CHECK(shape_parse("3", &s, err, sizeof err) == 0);
+    shape_name(&s, 0, 2, name);
+    CHECK(strcmp(name, "f000002") == 0);
+    shape_path(&s, idx, 0, "f000002", path, sizeof path);
+    CHECK(strcmp(path, "f000002") == 0);
+}
+
+static int parse_shape(const char *v, void *dst, char *err, size_t len)
+{
+    return shape_parse(v, dst, err, len);
+}
+
+void test_cli_parse(void)
+{
+    static const char *const colors[] = {"red", "green", NULL};
+    uint64_t n;
+    double d;
+    int flag, color;
+    const char *s;
+    struct shape sh;
+    struct opt_spec specs[] = {
+        {.name = "--n", .type = OPT_U64, .dst = &n, .min = 1, .max = 256},
+        {.name = "--d", .type = OPT_DOUBLE, .dst = &d, .dmin = 0.5, .dmax = 10},
+        {.name = "--flag", .type = OPT_FLAG, .dst = &flag},
+        {.name = "--color", .type = OPT_ENUM, .dst = &color, .choices = colors},
+        {.name = "--s", .type = OPT_STR, .dst = &s, .required = 1},
+        {.name = "--shape", .type = OPT_CUSTOM, .dst = &sh, .parse = parse_shape},
+        {0},
+    };
+    char err[CLI_ERR_MAX];
+    char *good[] = {"--n", "12", "--d=2.5", "--flag", "--color", "green", "--s", "x y", "--shape=2x3"};
+    n = 0; d = 0; flag = 0; color = 0; s = NULL;
+    CHECK(cli_parse(9, good, specs, err, sizeof err) == 0);
+    CHECK(n == 12 && d == 2.5 && flag == 1 && color == 1 && s && strcmp(s, "x y") == 0);
+    CHECK(sh.files == 6);
+
+    struct {
+        int argc;
+        char *argv[4];
+        const char *expect; /* substring of the message */
+    } bad[] = {
+        {4, {"--s", "a", "--n", "x"}, "--n: expected an integer 1..256, got 'x'"},
+        {4, {"--s", "a", "--n", "257"}, "--n: expected an integer 1..256, got '257'"},
+        {4, {"--s", "a", "--n", "0"}, "--n: expected an integer"},
+        {4, {"--s", "a", "--n", "-1"}, "--n: expected an integer"},
+        {4, {"--s", "a", "--n", "99999999999999999999999"}, "--n: expected an integer"},
+        {3, {"--s", "a", "--n"}, "--n: missing value"},
+        {4, {"--s", "a", "--d", "0.1"}, "--d: expected a number"},
+        {4, {"--s", "a", "--d", "nan"}, "--d: expected a number"},
+        {4, {"--s", "a", "--color", "blue"}, "--color: expected one of red|green, got 'blue'"},
+        {3, {"--s", "a", "--flag=1"}, "--flag: takes no value"},
+        {3, {"--s", "a", "--what"}, "--what: unknown argument"},
+        {3, {"--s", "a", "positional"}, "positional: unexpected argument"},
+        {4, {"--s", "a", "--s", "b"}, "--s: given more than once"},
+        {1, {"--flag"}, "--s: required argument missing"},
+        {2, {"--s", ""}, "--s: expected a non-empty value"},
+        {4, {"--s", "a", "--shape", "3x"}, "--shape: expected positive integers"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        int rc = cli_parse(bad[i].argc, bad[i].argv, specs, err, sizeof err);
+        CHECKF(rc != 0 && strstr(err, bad[i].expect) != NULL && !strchr(err, '\n'),
+               "case %zu: rc=%d err='%s' expected '%s'", i, rc, err, bad[i].expect);
+    }
+}
+
+void test_perm(void)
+{
+    static const uint64_t sizes[] = {1, 2, 3, 10, 1000, 4097, 100000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        uint64_t n = sizes[k];
+        struct perm p, q, r;
+        perm_init(&p, n, 123);
+        perm_init(&q, n, 123);
+        perm_init(&r, n, 124);
+        unsigned char *seen = calloc(n, 1);
+        uint64_t fixed = 0, same_as_other_key = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            uint64_t v = perm_apply(&p, i);
+            CHECK(v < n);
+            if (v >= n)
+                break;
+            CHECK(!seen[v]);
+            seen[v] = 1;
+            CHECK(perm_apply(&q, i) == v);
+            fixed += v == i;
+            same_as_other_key += perm_apply(&r, i) == v;
+        }
+        free(seen);
+        if (n >= 1000) {
+            CHECKF(fixed < n / 20, "n=%llu: %llu fixed points", (unsigned long long)n,
+                   (unsigned long long)fixed);
+            CHECK(same_as_other_key < n / 20);
+        }
+    }
+    /* huge domains work without memory */
+    struct perm p;
+    perm_init(&p, 1000000000000ull, 9);
+    CHECK(perm_apply(&p, 999999999999ull) < 1000000000000ull);
+}
