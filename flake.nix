@@ -166,8 +166,8 @@
             name = "boatload-reproduce";
             inherit runtimeInputs runtimeEnv;
             text = ''
-              if [ ! -f Snakefile ] || [ ! -f config/config.yaml ]; then
-                echo "boatload-reproduce: run this from the root of a boatload clone (no Snakefile or config/config.yaml here)" >&2
+              if [ ! -f workflow/Snakefile ] || [ ! -f config/config.yaml ]; then
+                echo "boatload-reproduce: run this from the root of a boatload clone (no workflow/Snakefile or config/config.yaml here)" >&2
                 exit 2
               fi
               status=0

@@ -1,0 +1,133 @@
+"""The paper builds from the notebook's outputs, reproducibly, with the
+numbers of the summary in its text."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from boatload import paper
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _fixtures():
+    spec = importlib.util.spec_from_file_location("boatload_fixtures", REPO / "tests" / "fixtures" / "make_fixtures.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    return _fixtures().run_forest_notebook(tmp_path_factory.mktemp("paper"), REPO)["results"]
+
+
+@pytest.fixture(scope="module")
+def built(results, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pdf")
+    first = paper.build_paper(REPO, out / "a" / "paper.pdf", results)
+    second = paper.build_paper(REPO, out / "b" / "paper.pdf", results)
+    return first, second
+
+
+def fmt_rate(x: float) -> str:
+    """What common.typ's fmt-rate prints: three significant figures, grouped."""
+    e = math.floor(math.log10(abs(x)))
+    v = math.copysign(math.floor(abs(x) / 10 ** (e - 2) + 0.5) * 10 ** (e - 2), x)
+    if abs(v) >= 100:
+        return f"{round(v):,}"
+    return f"{v:.{max(0, 2 - e)}f}"
+
+
+def fmt_ratio(x: float) -> str:
+    return fmt_rate(x) if abs(x) >= 10 else f"{x:.2f}"
+
+
+def pdf_text(path: Path) -> str:
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) not installed")
+    out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
+    return re.sub(r"\s+", " ", out)
+
+
+def test_pdf_is_reproducible(built):
+    first, second = built
+    a, b = first.read_bytes(), second.read_bytes()
+    assert a.startswith(b"%PDF")
+    assert a == b
+
+
+def test_in_place_build_matches_staged_build(results, built, tmp_path):
+    """Results inside the root compile in place; the bytes are the same."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "paper", root / "paper")
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    shutil.copytree(results, root / "results")
+    out = paper.build_paper(root, root / "results" / "paper" / "paper.pdf", root / "results")
+    assert out.read_bytes() == built[0].read_bytes()
+
+
+def test_text_quotes_the_summary(results, built):
+    summary = json.loads((results / "tables" / "forest-summary.json").read_text())
+    text = pdf_text(built[0])
+    assert "boatload contributors" in text
+    for f in summary["fastest"]:
+        assert f["method_label"] in text
+        assert f"{fmt_rate(f['files_per_s'])} ({round(summary['level'] * 100)}% CI" in text
+    v = summary["verdict"]
+    assert v["claim"] in text and v["verdict"] in text
+    assert f"{fmt_ratio(v['ours'])}×" in text
+    assert f"{summary['original']['fastest']['files_per_s']:,}" in text  # published numbers exact
+    assert summary["verdict_rule"][:40] in text
+    # provenance appendix
+    prov = json.loads((results / "provenance.json").read_text())
+    assert prov["lock_sha256"] in text and prov["kernel"] in text
+    for t in prov["targets"]:
+        assert t["mount_options"] in text
+
+
+def test_paper_date_comes_from_the_runs(results, monkeypatch):
+    monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
+    summary = json.loads((results / "tables" / "forest-summary.json").read_text())
+    when = paper.paper_timestamp(results, ["forest"])
+    assert when.isoformat().startswith(summary["last_run_at"][:16])
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "86400")
+    assert paper.paper_timestamp(results, ["forest"]).year == 1970
+
+
+def test_main(results, tmp_path):
+    out = tmp_path / "cli" / "paper.pdf"
+    assert paper.main(["--root", str(REPO), "--results", str(results), "--out", str(out)]) == 0
+    assert out.read_bytes().startswith(b"%PDF")
+    assert not list(out.parent.glob(".*.tmp"))  # written atomically, nothing left behind
+
+
+def test_missing_results(tmp_path):
+    assert paper.main(["--root", str(REPO), "--results", str(tmp_path), "--out", str(tmp_path / "p.pdf")]) == 1
+
+
+def test_paper_without_measurements(tmp_path):
+    """Without root every run stands in on a plain directory and is skipped:
+    the notebook still writes an empty table and a summary, and the paper says
+    there is nothing to compare."""
+    run = _fixtures().run_forest_notebook(tmp_path / "work", REPO, variant="substituted")
+    results = run["results"]
+    table = (results / "tables" / "forest.csv").read_text().splitlines()
+    assert table[0].startswith("target,filesystem,method") and len(table) == 1
+    summary = json.loads((results / "tables" / "forest-summary.json").read_text())
+    assert summary["counts"]["pairs_measured"] == 0 and summary["fastest"] == []
+    assert {v["verdict"] for v in summary["verdicts"]} == {"not tested"}
+    assert (results / "figures" / "forest-rates.svg").stat().st_size > 1000
+
+    pdf = paper.build_paper(REPO, tmp_path / "paper.pdf", results)
+    text = pdf_text(pdf)
+    assert "No run produced a measurement" in text
+    assert "not tested" in text
