@@ -29,9 +29,10 @@ test-native:
 test-python: env worker
 	pytest
 
-## figure: rerun one study's notebook and the paper from the data already measured (STUDY=forest)
+## figure: rerun one study's notebook and the paper from the data already measured (STUDY=forest),
+## with the config those data were measured with (or CONFIG=...)
 figure: env
-	boatload figure $(STUDY) --configfile $(CONFIG)
+	boatload figure $(STUDY) $(if $(filter command line,$(origin CONFIG)),--configfile $(CONFIG))
 
 ## lab: JupyterLab on the notebooks
 lab: env

@@ -88,12 +88,23 @@ def _cmd_paper(args: argparse.Namespace) -> int:
 
 def _cmd_figure(args: argparse.Namespace) -> int:
     """Rerun one study's notebook and the paper from the data already measured."""
+    configfile = args.configfile or _measured_config()
     argv = [
-        "snakemake", "--cores", "2", "--configfile", args.configfile,
+        "snakemake", "--cores", "2", "--configfile", configfile,
         "--forcerun", f"notebook_{args.study}", "--allowed-rules", f"notebook_{args.study}", "paper",
         "--", "results/paper/paper.pdf",
     ]
     return subprocess.call(argv)
+
+
+def _measured_config() -> str:
+    """The config the existing results were measured with (recorded in results/provenance.json)."""
+    from boatload.paths import repo_root
+
+    provenance = repo_root() / "results" / "provenance.json"
+    if provenance.is_file():
+        return json.loads(provenance.read_text()).get("config") or "config/config.yaml"
+    return "config/config.yaml"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -132,7 +143,7 @@ def parser() -> argparse.ArgumentParser:
 
     figure = sub.add_parser("figure", help="rerun one study's notebook and the paper from existing data")
     figure.add_argument("study", choices=["forest"])
-    figure.add_argument("--configfile", default="config/config.yaml")
+    figure.add_argument("--configfile", help="default: the config the existing results were measured with")
     figure.set_defaults(func=_cmd_figure)
     return p
 

@@ -20,7 +20,7 @@ rule provenance:
     output:
         "results/provenance.json",
     params:
-        config=workflow.configfiles[-1] if workflow.configfiles else "config/config.yaml",
+        config=CONFIGFILE,
         scale=config["scale"],
     shell:
         "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} {input:q}"

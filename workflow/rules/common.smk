@@ -7,6 +7,7 @@ from glob import glob
 from boatload.system import hostname
 
 HOST = config.get("host") or hostname()
+CONFIGFILE = os.path.relpath(str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1]))
 RUNS = f"data/runs/{HOST}"
 STUDIES = [study for study in ("forest",) if study in config["studies"]]
 
