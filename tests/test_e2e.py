@@ -78,6 +78,8 @@ def test_ctrl_c_mid_run_leaves_no_mount_or_loop_device(workdir):
     proc = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/slow.yaml"],
         cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+        # As from a terminal: SIGINT at its default, even when the tests run in the background.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Wait until the target is mounted, then press Ctrl-C (SIGINT to the whole process group).
     deadline = time.monotonic() + 60

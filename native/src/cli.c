@@ -50,6 +50,48 @@ int cli_parse_double(const char *s, double *out)
     return 0;
 }
 
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    uint64_t v = 0;
+    const char *p = s;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t)(*p - '0'), &v))
+            return -1;
+    unsigned shift = 0;
+    switch (*p) {
+    case '\0':
+        break;
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    default:
+        return -1;
+    }
+    if (shift) {
+        if (p[1] != '\0' || v > (UINT64_MAX >> shift))
+            return -1;
+        v <<= shift;
+    }
+    *out = v;
+    return 0;
+}
+
+void cli_format_size(uint64_t v, char *buf, size_t len)
+{
+    static const char units[] = "TGMK";
+    for (int i = 0; i < 4; i++) {
+        unsigned shift = (unsigned)(40 - 10 * i);
+        if (v && (v & ((1ull << shift) - 1)) == 0) {
+            snprintf(buf, len, "%llu%c", (unsigned long long)(v >> shift), units[i]);
+            return;
+        }
+    }
+    snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
 static struct opt_spec *find(struct opt_spec *specs, const char *name, size_t len)
 {
     for (struct opt_spec *s = specs; s->type != OPT_END; s++)
@@ -116,6 +158,19 @@ int cli_parse(int argc, char **argv, struct opt_spec *specs, char *err, size_t e
             if (cli_parse_u64(val, &v) != 0 || v < s->min || v > s->max) {
                 snprintf(err, errlen, "%s: expected an integer %llu..%llu, got '%s'", s->name,
                          (unsigned long long)s->min, (unsigned long long)s->max, shown(val));
+                return -1;
+            }
+            *(uint64_t *)s->dst = v;
+            break;
+        }
+        case OPT_SIZE: {
+            uint64_t v;
+            if (cli_parse_size(val, &v) != 0 || v < s->min || v > s->max) {
+                char lo[32], hi[32];
+                cli_format_size(s->min, lo, sizeof lo);
+                cli_format_size(s->max, hi, sizeof hi);
+                snprintf(err, errlen, "%s: expected a size %s..%s (bytes, or K, M, G, T: powers of 1024), got '%s'",
+                         s->name, lo, hi, shown(val));
                 return -1;
             }
             *(uint64_t *)s->dst = v;

@@ -24,6 +24,7 @@ enum opt_type {
     OPT_DOUBLE,  /* double *: number in [dmin, dmax] */
     OPT_ENUM,    /* int *: index into choices (NULL-terminated) */
     OPT_CUSTOM,  /* parse(value, dst, err, errlen) */
+    OPT_SIZE,    /* uint64_t *: bytes in [min, max], suffix K, M, G or T (binary) */
 };
 
 struct opt_spec {
@@ -31,7 +32,7 @@ struct opt_spec {
     enum opt_type type;
     void *dst;
     int required;
-    uint64_t min, max;         /* OPT_U64 */
+    uint64_t min, max;         /* OPT_U64, OPT_SIZE */
     double dmin, dmax;         /* OPT_DOUBLE */
     const char *const *choices;/* OPT_ENUM */
     int (*parse)(const char *val, void *dst, char *err, size_t errlen); /* OPT_CUSTOM */
@@ -45,6 +46,12 @@ int cli_parse(int argc, char **argv, struct opt_spec *specs, char *err, size_t e
 /* Strict number parsers (no sign, no spaces, no trailing garbage). */
 int cli_parse_u64(const char *s, uint64_t *out);
 int cli_parse_double(const char *s, double *out);
+/* A byte count: decimal digits, optionally followed by one of K, M, G, T
+ * (either case, powers of 1024). "12M" = 12582912. No sign, no spaces, no
+ * fractions. Returns -1 on syntax errors and on overflow. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* Shortest exact rendering of a byte count: "1G", "4K", "1000". */
+void cli_format_size(uint64_t v, char *buf, size_t len);
 
 /* Print "boatload-worker: <msg>" as one line to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -5,11 +5,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "phase.h"
 
 void common_specs(struct opt_spec *dst, struct common_opts *c)
+{
+    common_specs_some(dst, c, 0);
+}
+
+unsigned common_specs_some(struct opt_spec *dst, struct common_opts *c, unsigned omit)
 {
     memset(c, 0, sizeof *c);
     c->threads = 1;
@@ -24,10 +31,18 @@ void common_specs(struct opt_spec *dst, struct common_opts *c)
         {.name = "--progress", .type = OPT_FLAG, .dst = &c->progress},
         {.name = "--interval", .type = OPT_DOUBLE, .dst = &c->interval_s, .dmin = 0.01, .dmax = 86400},
     };
-    memcpy(dst, specs, sizeof specs);
+    unsigned n = 0;
+    for (unsigned i = 0; i < COMMON_NSPECS; i++) {
+        if (((omit & COMMON_NO_THREADS) && specs[i].dst == &c->threads) ||
+            ((omit & COMMON_NO_SEED) && specs[i].dst == &c->seed) ||
+            ((omit & COMMON_NO_ALLOW_EXISTING) && specs[i].dst == &c->allow_existing))
+            continue;
+        dst[n++] = specs[i];
+    }
+    return n;
 }
 
-int common_open_target(const struct common_opts *c)
+int common_open_dir(const struct common_opts *c)
 {
     int fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
@@ -40,6 +55,72 @@ int common_open_target(const struct common_opts *c)
             cli_error("--dir: cannot open '%s': %s", c->dir, strerror(e));
         return -1;
     }
+    return fd;
+}
+
+int common_ensure_nofile(uint64_t need, uint64_t *limit)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+        *limit = 0;
+        return -1;
+    }
+    if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
+        if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+            *limit = rl.rlim_max;
+            return -1;
+        }
+        rl.rlim_cur = need;
+        if (setrlimit(RLIMIT_NOFILE, &rl) != 0) {
+            *limit = rl.rlim_cur;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int common_probe_direct(int dirfd, const char *dir, const char *name, int create, struct dio_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->offset_align = COMMON_DIO_DEFAULT_ALIGN;
+    info->mem_align = COMMON_DIO_DEFAULT_ALIGN;
+    struct stat st;
+    int existed = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    int flags = O_RDONLY | O_DIRECT | O_NOFOLLOW | O_CLOEXEC;
+    if (create && !existed)
+        flags = O_WRONLY | O_CREAT | O_EXCL | O_DIRECT | O_NOFOLLOW | O_CLOEXEC;
+    int fd = openat(dirfd, name, flags, 0644);
+    if (fd >= 0) {
+        info->created = !existed;
+#ifdef STATX_DIOALIGN
+        struct statx sx;
+        if (statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &sx) == 0 && (sx.stx_mask & STATX_DIOALIGN) &&
+            sx.stx_dio_offset_align > 0) {
+            info->offset_align = sx.stx_dio_offset_align;
+            if (sx.stx_dio_mem_align > info->mem_align)
+                info->mem_align = sx.stx_dio_mem_align;
+            info->reported = 1;
+        }
+#endif
+        close(fd);
+        return 0;
+    }
+    int e = errno;
+    if (e != EINVAL)
+        return e;
+    /* O_CREAT can make the file before O_DIRECT is refused: undo that */
+    if (create && !existed)
+        (void)unlinkat(dirfd, name, 0);
+    cli_error("--direct: the file system of '%s' does not support O_DIRECT (open %s: %s)", dir, name,
+              strerror(e));
+    return -1;
+}
+
+int common_open_target(const struct common_opts *c)
+{
+    int fd = common_open_dir(c);
+    if (fd < 0)
+        return -1;
     if (c->allow_existing)
         return fd;
     int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);

@@ -3,7 +3,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "meta.h"
+#include "randio.h"
 #include "report.h"
+#include "seqio.h"
 #include "tree.h"
 
 #ifndef BOATLOAD_VERSION
@@ -15,9 +18,11 @@ struct workload {
     int (*run)(int argc, char **argv);
 };
 
-/* Later workloads (meta, seqio, randio) are added here. */
 static const struct workload workloads[] = {
     {"tree", tree_main},
+    {"meta", meta_main},
+    {"seqio", seqio_main},
+    {"randio", randio_main},
 };
 
 static void usage(FILE *f)
@@ -27,6 +32,17 @@ static void usage(FILE *f)
             "       boatload-worker tree --dir DIR --shape AxBx...xF [--threads N]\n"
             "                [--order sequential|random] [--seed N] [--fsync none|file|dir]\n"
             "                [--allow-existing] [--out FILE] [--progress] [--interval SECONDS]\n"
+            "       boatload-worker meta --dir DIR --files N --dirs K [--size MIN[:MAX]]\n"
+            "                [--content zero|random] [--phases create:seq,open:rand,...]\n"
+            "                [--fsync none|file|dir] [--threads N] [--seed N] [--allow-existing]\n"
+            "                [--out FILE] [--progress] [--interval SECONDS]\n"
+            "       boatload-worker seqio --dir DIR --file NAME --mode write|read --block BYTES\n"
+            "                [--size BYTES] [--direct] [--runs R] [--fsync-end on|off]\n"
+            "                [--content zero|random] [--seed N] [--out FILE] [--progress] [--interval S]\n"
+            "       boatload-worker randio --dir DIR --files N --file-size BYTES --xfer BYTES\n"
+            "                --read-pct P --duration SECONDS [--threads N] [--direct] [--prepare]\n"
+            "                [--seed N] [--out FILE] [--progress] [--interval SECONDS]\n"
+            "Sizes take K, M, G, T suffixes (powers of 1024).\n"
             "Writes one JSON document to stdout (or --out FILE). Exit: 0 ok, 1 a system\n"
             "call failed (partial results + error), 2 bad arguments, 130 interrupted.\n");
 }
@@ -34,7 +50,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        cli_error("missing workload (expected: tree, or --version)");
+        cli_error("missing workload (expected: tree, meta, seqio, randio, or --version)");
         return EXIT_USAGE;
     }
     if (strcmp(argv[1], "--version") == 0) {
@@ -48,6 +64,6 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
         if (strcmp(argv[1], workloads[i].name) == 0)
             return workloads[i].run(argc - 2, argv + 2);
-    cli_error("%s: unknown workload (expected: tree)", argv[1]);
+    cli_error("%s: unknown workload (expected: tree, meta, seqio, randio)", argv[1]);
     return EXIT_USAGE;
 }

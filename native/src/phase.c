@@ -38,7 +38,7 @@ static void *thread_main(void *p)
     pthread_mutex_unlock(&run->lock);
     if (!atomic_load(&run->stop))
         run->fn(t, run->arg);
-    phase_publish(t, t->ops);
+    phase_publish_counts(t);
     t->t_end = now_ns();
     atomic_fetch_add(&run->done, 1);
     return NULL;
@@ -52,7 +52,33 @@ static void setup_failed(struct phase_result *res, int err)
     snprintf(res->error.where, sizeof res->error.where, "setup");
 }
 
-static int add_sample(struct phase_result *r, double t_s, uint64_t ops, double dt)
+struct counts {
+    uint64_t ops, bytes;
+    uint64_t cls[PHASE_MAX_CLASSES];
+};
+
+static void counts_sub(struct counts *d, const struct counts *a, const struct counts *b)
+{
+    d->ops = a->ops - b->ops;
+    d->bytes = a->bytes - b->bytes;
+    for (unsigned k = 0; k < PHASE_MAX_CLASSES; k++)
+        d->cls[k] = a->cls[k] - b->cls[k];
+}
+
+static double rate(uint64_t n, double dt)
+{
+    return dt > 0 ? (double)n / dt : 0.0;
+}
+
+static void sample_rates(struct interval_sample *s, double dt)
+{
+    s->ops_per_s = rate(s->ops, dt);
+    s->mb_per_s = rate(s->bytes, dt) / 1e6;
+    for (unsigned k = 0; k < PHASE_MAX_CLASSES; k++)
+        s->cls_ops_per_s[k] = rate(s->cls_ops[k], dt);
+}
+
+static int add_sample(struct phase_result *r, double t_s, const struct counts *c, double dt)
 {
     if (r->n_iv == r->cap_iv) {
         size_t cap = r->cap_iv ? r->cap_iv * 2 : 64;
@@ -62,20 +88,31 @@ static int add_sample(struct phase_result *r, double t_s, uint64_t ops, double d
         r->iv = n;
         r->cap_iv = cap;
     }
-    r->iv[r->n_iv++] = (struct interval_sample){
-        .t_s = t_s, .ops = ops, .ops_per_s = dt > 0 ? (double)ops / dt : 0.0};
+    struct interval_sample *s = &r->iv[r->n_iv++];
+    memset(s, 0, sizeof *s);
+    s->t_s = t_s;
+    s->ops = c->ops;
+    s->bytes = c->bytes;
+    for (unsigned k = 0; k < PHASE_MAX_CLASSES; k++)
+        s->cls_ops[k] = c->cls[k];
+    sample_rates(s, dt);
     return 0;
 }
 
-static uint64_t live_ops(const struct phase_run *run, unsigned n)
+static void live_counts(const struct phase_run *run, unsigned n, struct counts *c)
 {
-    uint64_t sum = 0;
-    for (unsigned i = 0; i < n; i++)
-        sum += atomic_load_explicit(&run->slots[i].ops, memory_order_relaxed);
-    return sum;
+    memset(c, 0, sizeof *c);
+    for (unsigned i = 0; i < n; i++) {
+        const struct ops_slot *s = &run->slots[i];
+        c->ops += atomic_load_explicit(&s->ops, memory_order_relaxed);
+        c->bytes += atomic_load_explicit(&s->bytes, memory_order_relaxed);
+        for (unsigned k = 0; k < PHASE_MAX_CLASSES; k++)
+            c->cls[k] += atomic_load_explicit(&s->cls_ops[k], memory_order_relaxed);
+    }
 }
 
-static void progress_line(const struct phase_opts *o, uint64_t done, double elapsed, double rate)
+static void progress_line(const struct phase_opts *o, uint64_t done, uint64_t bytes, double elapsed,
+                          double rate)
 {
     char eta[32] = "?";
     if (o->expected_ops && rate > 0 && done <= o->expected_ops) {
@@ -85,24 +122,78 @@ static void progress_line(const struct phase_opts *o, uint64_t done, double elap
             snprintf(eta, sizeof eta, "%lluh%02llum%02llus", u / 3600, (u / 60) % 60, u % 60);
         }
     }
+    char mb[48] = "";
+    if (o->with_bytes)
+        snprintf(mb, sizeof mb, ", %.1f MB/s", elapsed > 0 ? (double)bytes / 1e6 / elapsed : 0.0);
     if (o->expected_ops)
-        fprintf(stderr, "boatload-worker: %s: %llu/%llu %s (%.1f%%), %.0f %s/s, ETA %s, elapsed %.1fs\n",
+        fprintf(stderr, "boatload-worker: %s: %llu/%llu %s (%.1f%%), %.0f %s/s%s, ETA %s, elapsed %.1fs\n",
                 o->name, (unsigned long long)done, (unsigned long long)o->expected_ops, o->unit,
-                100.0 * (double)done / (double)o->expected_ops, rate, o->unit, eta, elapsed);
+                100.0 * (double)done / (double)o->expected_ops, rate, o->unit, mb, eta, elapsed);
     else
-        fprintf(stderr, "boatload-worker: %s: %llu %s, %.0f %s/s, elapsed %.1fs\n", o->name,
-                (unsigned long long)done, o->unit, rate, o->unit, elapsed);
+        fprintf(stderr, "boatload-worker: %s: %llu %s, %.0f %s/s%s, elapsed %.1fs\n", o->name,
+                (unsigned long long)done, o->unit, rate, o->unit, mb, elapsed);
+}
+
+/* Zero res and set it up from o: name, tags, histograms. All or nothing:
+ * -1 (and res->lat NULL) when out of memory. */
+static int result_init(struct phase_result *res, const struct phase_opts *o)
+{
+    memset(res, 0, sizeof *res);
+    res->name = o->name;
+    res->order = o->order;
+    res->has_run = o->has_run;
+    res->run = o->run;
+    res->with_bytes = o->with_bytes;
+    res->nclasses = o->nclasses <= PHASE_MAX_CLASSES ? o->nclasses : PHASE_MAX_CLASSES;
+    res->class_names = o->class_names;
+    res->lat = malloc(sizeof *res->lat);
+    int oom = !res->lat;
+    for (unsigned k = 0; k < res->nclasses; k++) {
+        res->cls[k].lat = malloc(sizeof *res->cls[k].lat);
+        oom |= !res->cls[k].lat;
+    }
+    if (oom) {
+        phase_result_free(res);
+        return -1;
+    }
+    hist_init(res->lat);
+    for (unsigned k = 0; k < res->nclasses; k++)
+        hist_init(res->cls[k].lat);
+    return 0;
+}
+
+int phase_result_setup_failed(struct phase_result *res, const struct phase_opts *o, int err,
+                              const char *where)
+{
+    if (result_init(res, o) != 0)
+        return -1;
+    res->error.set = 1;
+    res->error.phase = res->name;
+    res->error.err = err;
+    snprintf(res->error.where, sizeof res->error.where, "%s", where ? where : "");
+    /* one empty interval, like any phase that did no work */
+    struct counts none = {0};
+    if (add_sample(res, 0.0, &none, 0.0) != 0) {
+        phase_result_free(res);
+        return -1;
+    }
+    return 0;
+}
+
+static void free_threads(struct phase_thread **th, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (th[i])
+            free(th[i]->cls);
+        free(th[i]);
+    }
 }
 
 int phase_run(struct phase_result *res, const struct phase_opts *o,
               phase_worker_fn fn, void *arg)
 {
-    memset(res, 0, sizeof *res);
-    res->name = o->name;
-    res->lat = malloc(sizeof *res->lat);
-    if (!res->lat)
+    if (result_init(res, o) != 0)
         return -1;
-    hist_init(res->lat);
 
     unsigned n = o->threads;
     struct phase_run run;
@@ -127,19 +218,26 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
     memset(run.slots, 0, n * sizeof *run.slots);
     for (unsigned i = 0; i < n; i++) {
         th[i] = aligned_alloc(64, (sizeof **th + 63) / 64 * 64);
-        if (!th[i]) {
+        if (th[i]) {
+            memset(th[i], 0, sizeof **th);
+            if (res->nclasses)
+                th[i]->cls = malloc(res->nclasses * sizeof *th[i]->cls);
+        }
+        if (!th[i] || (res->nclasses && !th[i]->cls)) {
             setup_failed(res, ENOMEM);
-            for (unsigned k = 0; k < i; k++)
-                free(th[k]);
+            free_threads(th, i + 1);
             free(run.slots);
             free(th);
             free(tids);
             return -1;
         }
-        memset(th[i], 0, sizeof **th);
         th[i]->run = &run;
         th[i]->id = i;
         hist_init(&th[i]->hist);
+        for (unsigned k = 0; k < res->nclasses; k++) {
+            th[i]->cls[k].ops = th[i]->cls[k].bytes = 0;
+            hist_init(&th[i]->cls[k].hist);
+        }
     }
 
     /* Threads start with SIGINT/SIGTERM blocked: the main thread gets them. */
@@ -171,7 +269,8 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
     if (iv_ns < 1000000)
         iv_ns = 1000000;
     const uint64_t poll_ns = 10000000; /* 10 ms: reaction time to signals/end */
-    uint64_t next = t_start + iv_ns, last_t = t_start, last_ops = 0;
+    uint64_t next = t_start + iv_ns, last_t = t_start;
+    struct counts last = {0}, cur, delta;
     int oom = 0;
     while (atomic_load(&run.done) < started) {
         if (signal_stop && !res->interrupted) {
@@ -180,16 +279,17 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
         }
         uint64_t now = now_ns();
         if (now >= next) {
-            uint64_t ops = live_ops(&run, n);
+            live_counts(&run, n, &cur);
+            counts_sub(&delta, &cur, &last);
             double dt = (double)(now - last_t) / 1e9;
-            if (add_sample(res, (double)(now - t_start) / 1e9, ops - last_ops, dt) != 0)
+            if (add_sample(res, (double)(now - t_start) / 1e9, &delta, dt) != 0)
                 oom = 1;
             if (o->progress) {
                 double el = (double)(now - t_start) / 1e9;
-                progress_line(o, ops, el, el > 0 ? (double)ops / el : 0.0);
+                progress_line(o, cur.ops, cur.bytes, el, rate(cur.ops, el));
             }
             last_t = now;
-            last_ops = ops;
+            last = cur;
             next += iv_ns;
             if (next <= now)
                 next = now + iv_ns;
@@ -211,13 +311,23 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
         res->bytes += th[i]->bytes;
         res->existing += th[i]->existing;
         hist_merge(res->lat, &th[i]->hist);
+        for (unsigned k = 0; k < res->nclasses; k++) {
+            res->cls[k].ops += th[i]->cls[k].ops;
+            res->cls[k].bytes += th[i]->cls[k].bytes;
+            hist_merge(res->cls[k].lat, &th[i]->cls[k].hist);
+            hist_merge(res->lat, &th[i]->cls[k].hist);
+        }
     }
     if (signal_stop && !res->interrupted && res->ops < o->expected_ops)
         res->interrupted = 1;
 
     /* final (partial) interval, ending at the end of the phase */
+    struct counts total = {.ops = res->ops, .bytes = res->bytes};
+    for (unsigned k = 0; k < res->nclasses; k++)
+        total.cls[k] = res->cls[k].ops;
+    counts_sub(&delta, &total, &last);
     if (t_end > last_t) {
-        if (add_sample(res, (double)(t_end - t_start) / 1e9, res->ops - last_ops,
+        if (add_sample(res, (double)(t_end - t_start) / 1e9, &delta,
                        (double)(t_end - last_t) / 1e9) != 0)
             oom = 1;
     } else if (res->n_iv > 0) {
@@ -226,9 +336,12 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
         struct interval_sample *s = &res->iv[res->n_iv - 1];
         double start = res->n_iv > 1 ? res->iv[res->n_iv - 2].t_s : 0.0;
         s->t_s = (double)(t_end - t_start) / 1e9;
-        s->ops += res->ops - last_ops;
-        s->ops_per_s = s->t_s > start ? (double)s->ops / (s->t_s - start) : 0.0;
-    } else if (add_sample(res, 0.0, res->ops, 0.0) != 0) {
+        s->ops += delta.ops;
+        s->bytes += delta.bytes;
+        for (unsigned k = 0; k < PHASE_MAX_CLASSES; k++)
+            s->cls_ops[k] += delta.cls[k];
+        sample_rates(s, s->t_s - start);
+    } else if (add_sample(res, 0.0, &total, 0.0) != 0) {
         oom = 1;
     }
 
@@ -236,12 +349,10 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
     res->cpu_user_s = cpu1.user_s - cpu0.user_s;
     res->cpu_sys_s = cpu1.sys_s - cpu0.sys_s;
     if (o->progress) {
-        progress_line(o, res->ops, res->seconds,
-                      res->seconds > 0 ? (double)res->ops / res->seconds : 0.0);
+        progress_line(o, res->ops, res->bytes, res->seconds, rate(res->ops, res->seconds));
     }
 
-    for (unsigned i = 0; i < n; i++)
-        free(th[i]);
+    free_threads(th, n);
     free(th);
     free(tids);
     free(run.slots);
@@ -256,6 +367,10 @@ void phase_result_free(struct phase_result *res)
     free(res->iv);
     res->lat = NULL;
     res->iv = NULL;
+    for (unsigned k = 0; k < PHASE_MAX_CLASSES; k++) {
+        free(res->cls[k].lat);
+        res->cls[k].lat = NULL;
+    }
 }
 
 static void lat_field(struct json *j, const char *k, double ns, int empty)
@@ -267,11 +382,38 @@ static void lat_field(struct json *j, const char *k, double ns, int empty)
         json_double(j, ns / 1000.0);
 }
 
+static void write_latency(struct json *j, const struct hist *h)
+{
+    int empty = !h || h->count == 0;
+    json_key(j, "latency_us");
+    json_obj_begin(j);
+    json_key(j, "count");
+    json_u64(j, h ? h->count : 0);
+    lat_field(j, "mean", empty ? 0 : hist_mean(h), empty);
+    lat_field(j, "stddev", empty ? 0 : hist_stddev(h), empty);
+    lat_field(j, "min", empty ? 0 : (double)h->min, empty);
+    lat_field(j, "p50", empty ? 0 : hist_percentile(h, 50.0), empty);
+    lat_field(j, "p90", empty ? 0 : hist_percentile(h, 90.0), empty);
+    lat_field(j, "p99", empty ? 0 : hist_percentile(h, 99.0), empty);
+    lat_field(j, "p99_9", empty ? 0 : hist_percentile(h, 99.9), empty);
+    lat_field(j, "max", empty ? 0 : (double)h->max, empty);
+    json_obj_end(j);
+}
+
 void phase_write_json(struct json *j, const struct phase_result *r)
 {
+    char key[64];
     json_obj_begin(j);
     json_key(j, "name");
     json_str(j, r->name);
+    if (r->has_run) {
+        json_key(j, "run");
+        json_u64(j, r->run);
+    }
+    if (r->order) {
+        json_key(j, "order");
+        json_str(j, r->order);
+    }
     json_key(j, "ops");
     json_u64(j, r->ops);
     json_key(j, "dirs");
@@ -291,21 +433,24 @@ void phase_write_json(struct json *j, const struct phase_result *r)
     json_key(j, "cpu_sys_s");
     json_double(j, r->cpu_sys_s);
 
-    const struct hist *h = r->lat;
-    int empty = !h || h->count == 0;
-    json_key(j, "latency_us");
-    json_obj_begin(j);
-    json_key(j, "count");
-    json_u64(j, h ? h->count : 0);
-    lat_field(j, "mean", empty ? 0 : hist_mean(h), empty);
-    lat_field(j, "stddev", empty ? 0 : hist_stddev(h), empty);
-    lat_field(j, "min", empty ? 0 : (double)h->min, empty);
-    lat_field(j, "p50", empty ? 0 : hist_percentile(h, 50.0), empty);
-    lat_field(j, "p90", empty ? 0 : hist_percentile(h, 90.0), empty);
-    lat_field(j, "p99", empty ? 0 : hist_percentile(h, 99.0), empty);
-    lat_field(j, "p99_9", empty ? 0 : hist_percentile(h, 99.9), empty);
-    lat_field(j, "max", empty ? 0 : (double)h->max, empty);
-    json_obj_end(j);
+    write_latency(j, r->lat);
+
+    for (unsigned k = 0; k < r->nclasses; k++) {
+        const struct phase_class_result *c = &r->cls[k];
+        snprintf(key, sizeof key, "%ss", r->class_names[k]);
+        json_key(j, key);
+        json_obj_begin(j);
+        json_key(j, "ops");
+        json_u64(j, c->ops);
+        json_key(j, "bytes");
+        json_u64(j, c->bytes);
+        json_key(j, "ops_per_s");
+        json_double(j, rate(c->ops, r->seconds));
+        json_key(j, "mb_per_s");
+        json_double(j, rate(c->bytes, r->seconds) / 1e6);
+        write_latency(j, c->lat);
+        json_obj_end(j);
+    }
 
     json_key(j, "intervals");
     json_arr_begin(j);
@@ -317,6 +462,20 @@ void phase_write_json(struct json *j, const struct phase_result *r)
         json_u64(j, r->iv[i].ops);
         json_key(j, "ops_per_s");
         json_double(j, r->iv[i].ops_per_s);
+        if (r->with_bytes) {
+            json_key(j, "bytes");
+            json_u64(j, r->iv[i].bytes);
+            json_key(j, "mb_per_s");
+            json_double(j, r->iv[i].mb_per_s);
+        }
+        for (unsigned k = 0; k < r->nclasses; k++) {
+            snprintf(key, sizeof key, "%s_ops", r->class_names[k]);
+            json_key(j, key);
+            json_u64(j, r->iv[i].cls_ops[k]);
+            snprintf(key, sizeof key, "%s_ops_per_s", r->class_names[k]);
+            json_key(j, key);
+            json_double(j, r->iv[i].cls_ops_per_s[k]);
+        }
         json_obj_end(j);
     }
     json_arr_end(j);

@@ -7,6 +7,15 @@
  * computes wall-clock time (CLOCK_MONOTONIC) and CPU time (getrusage
  * deltas). Workers publish their op count with a relaxed atomic store into
  * their own cache line: no locks and no shared writes on the hot path.
+ *
+ * Optional extras, all off by default (tree uses none of them):
+ *  - with_bytes: interval samples also carry bytes and MB/s;
+ *  - op classes (randio: "read", "write"): each thread counts ops, bytes
+ *    and latencies per class in t->cls[k]; the phase reports them as
+ *    "<class>s" sub-objects and per-interval "<class>_ops" rates. A worker
+ *    that uses classes records its latencies only into the class
+ *    histograms: they are merged into the phase histogram as well;
+ *  - "order" and "run" fields that tag the phase (meta, seqio).
  */
 #ifndef BOATLOAD_PHASE_H
 #define BOATLOAD_PHASE_H
@@ -21,6 +30,7 @@
 
 #define PHASE_MAX_THREADS 256
 #define PHASE_WHERE_MAX 1024
+#define PHASE_MAX_CLASSES 2
 
 struct run_error {
     int set;
@@ -33,10 +43,26 @@ struct interval_sample {
     double t_s;        /* end of the interval, seconds since phase start */
     uint64_t ops;      /* ops completed within the interval */
     double ops_per_s;
+    uint64_t bytes;    /* bytes moved within the interval (with_bytes) */
+    double mb_per_s;
+    uint64_t cls_ops[PHASE_MAX_CLASSES];
+    double cls_ops_per_s[PHASE_MAX_CLASSES];
+};
+
+struct phase_class_result {
+    uint64_t ops, bytes;
+    struct hist *lat;              /* latencies (ns) of this class */
 };
 
 struct phase_result {
     const char *name;
+    const char *order;             /* written as "order" unless NULL */
+    int has_run;                   /* write "run" */
+    uint64_t run;
+    int with_bytes;                /* intervals carry bytes, mb_per_s */
+    unsigned nclasses;
+    const char *const *class_names;
+    struct phase_class_result cls[PHASE_MAX_CLASSES];
     uint64_t ops, dirs, bytes, existing;
     double seconds, cpu_user_s, cpu_sys_s;
     struct hist *lat;              /* merged latencies (ns) */
@@ -53,11 +79,25 @@ struct phase_opts {
     double interval_s;         /* sampling interval */
     int progress;              /* print progress lines to stderr */
     uint64_t expected_ops;     /* for progress percentage/ETA; 0 = unknown */
+    const char *order;         /* optional "order" field ("sequential", "random") */
+    int has_run;               /* optional "run" field (seqio: run index from 0) */
+    uint64_t run;
+    int with_bytes;            /* bytes and MB/s in the interval samples */
+    unsigned nclasses;         /* 0..PHASE_MAX_CLASSES op classes */
+    const char *const *class_names; /* e.g. {"read", "write"} */
 };
 
 struct ops_slot {
     _Alignas(64) _Atomic uint64_t ops;
-    char pad[64 - sizeof(uint64_t)];
+    _Atomic uint64_t bytes;
+    _Atomic uint64_t cls_ops[PHASE_MAX_CLASSES];
+    char pad[64 - (2 + PHASE_MAX_CLASSES) * sizeof(uint64_t)];
+};
+
+/* Per-thread counters of one op class. */
+struct phase_class {
+    uint64_t ops, bytes;
+    struct hist hist;                    /* latencies in ns */
 };
 
 struct phase_run;
@@ -67,6 +107,7 @@ struct phase_thread {
     unsigned id;
     uint64_t ops, dirs, bytes, existing; /* totals, owned by the thread */
     uint64_t t_end;                      /* now_ns() when the worker returned */
+    struct phase_class *cls;             /* nclasses entries; NULL without classes */
     struct hist hist;                    /* latencies in ns */
 };
 
@@ -95,6 +136,17 @@ static inline void phase_publish(struct phase_thread *t, uint64_t ops)
     atomic_store_explicit(&t->run->slots[t->id].ops, ops, memory_order_relaxed);
 }
 
+/* Publish ops, bytes and the per-class op counts kept in t. */
+static inline void phase_publish_counts(struct phase_thread *t)
+{
+    struct ops_slot *s = &t->run->slots[t->id];
+    atomic_store_explicit(&s->ops, t->ops, memory_order_relaxed);
+    atomic_store_explicit(&s->bytes, t->bytes, memory_order_relaxed);
+    if (t->cls)
+        for (unsigned k = 0; k < t->run->res->nclasses; k++)
+            atomic_store_explicit(&s->cls_ops[k], t->cls[k].ops, memory_order_relaxed);
+}
+
 /* Record a failing system call (the first one wins) and stop all threads. */
 void phase_fail(struct phase_thread *t, int err, const char *where);
 
@@ -102,6 +154,12 @@ void phase_fail(struct phase_thread *t, int err, const char *where);
  * Returns 0, or -1 if the phase could not run at all (out of memory). */
 int phase_run(struct phase_result *res, const struct phase_opts *o,
               phase_worker_fn fn, void *arg);
+
+/* Initialise res as a phase that did not start because its set-up failed
+ * with err at where (e.g. opening the files it works on): no ops, the
+ * error recorded. Returns -1 only when out of memory (res->lat NULL). */
+int phase_result_setup_failed(struct phase_result *res, const struct phase_opts *o, int err,
+                              const char *where);
 
 void phase_result_free(struct phase_result *res);
 

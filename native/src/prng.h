@@ -11,6 +11,7 @@
 #ifndef BOATLOAD_PRNG_H
 #define BOATLOAD_PRNG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 static inline uint64_t mix64(uint64_t z)
@@ -55,6 +56,16 @@ static inline double xoshiro256_double(struct xoshiro256 *g)
 {
     return (double)(xoshiro256_next(g) >> 11) * 0x1.0p-53;
 }
+
+/* Uniform integer in [0, n) (n >= 1) by multiply-high: bias < n / 2^64. */
+static inline uint64_t xoshiro256_below(struct xoshiro256 *g, uint64_t n)
+{
+    return (uint64_t)(((unsigned __int128)xoshiro256_next(g) * n) >> 64);
+}
+
+/* Fill buf with pseudo-random bytes from seed; with nonzero, no byte is 0
+ * (data that no file system can store as a hole or compress to nothing). */
+void prng_fill(void *buf, size_t len, uint64_t seed, int nonzero);
 
 #define PERM_ROUNDS 4
 

@@ -14,6 +14,42 @@ static unsigned digits(uint64_t v)
     return d;
 }
 
+/* Totals and name widths (with overflow checks: at most 2^63 - 1 files so
+ * that JSON consumers are safe). */
+static int shape_finish(struct shape *out)
+{
+    const uint64_t limit = INT64_MAX;
+    uint64_t prod = 1, dirs = 0;
+    for (unsigned l = 0; l < out->nlevels; l++) {
+        if (__builtin_mul_overflow(prod, out->fan[l], &prod) || prod > limit)
+            return -1;
+        if (l + 1 < out->nlevels)
+            dirs += prod; /* dirs <= 2*prod of the last dir level: no overflow */
+        unsigned minw = l + 1 < out->nlevels ? 3 : 6;
+        unsigned w = digits(out->fan[l] - 1);
+        out->width[l] = w < minw ? minw : w;
+    }
+    out->files = prod;
+    out->dirs = dirs;
+    out->files_per_leaf = out->fan[out->nlevels - 1];
+    out->leaves = prod / out->files_per_leaf;
+    return 0;
+}
+
+int shape_from_fans(struct shape *out, const uint64_t *fan, unsigned nlevels)
+{
+    memset(out, 0, sizeof(*out));
+    if (nlevels < 1 || nlevels > SHAPE_MAX_LEVELS)
+        return -1;
+    for (unsigned l = 0; l < nlevels; l++) {
+        if (fan[l] < 1 || fan[l] > SHAPE_MAX_FANOUT)
+            return -1;
+        out->fan[l] = fan[l];
+    }
+    out->nlevels = nlevels;
+    return shape_finish(out);
+}
+
 int shape_parse(const char *s, struct shape *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
@@ -49,25 +85,10 @@ int shape_parse(const char *s, struct shape *out, char *err, size_t errlen)
             goto bad;
         p++;
     }
-    /* totals with overflow checks (limit 2^63 - 1 so JSON consumers are safe) */
-    const uint64_t limit = INT64_MAX;
-    uint64_t prod = 1, dirs = 0;
-    for (unsigned l = 0; l < out->nlevels; l++) {
-        if (__builtin_mul_overflow(prod, out->fan[l], &prod) || prod > limit) {
-            snprintf(err, errlen, "too many files (more than 2^63-1), got '%s'", s);
-            return -1;
-        }
-        if (l + 1 < out->nlevels) {
-            dirs += prod; /* dirs <= 2*prod of the last dir level: no overflow */
-        }
-        unsigned minw = l + 1 < out->nlevels ? 3 : 6;
-        unsigned w = digits(out->fan[l] - 1);
-        out->width[l] = w < minw ? minw : w;
+    if (shape_finish(out) != 0) {
+        snprintf(err, errlen, "too many files (more than 2^63-1), got '%s'", s);
+        return -1;
     }
-    out->files = prod;
-    out->dirs = dirs;
-    out->files_per_leaf = out->fan[out->nlevels - 1];
-    out->leaves = prod / out->files_per_leaf;
     return 0;
 bad:
     snprintf(err, errlen, "expected positive integers joined by 'x' (e.g. 10x1000), got '%s'", s);

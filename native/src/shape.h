@@ -35,6 +35,11 @@ struct shape {
  * option name (e.g. "expected AxBx...xF ...") into err. */
 int shape_parse(const char *s, struct shape *out, char *err, size_t errlen);
 
+/* The same from numbers (each 1..SHAPE_MAX_FANOUT, 1..SHAPE_MAX_LEVELS
+ * levels): used by workloads that derive a shape (meta --files/--dirs).
+ * Returns -1 if the numbers are out of range or the total overflows. */
+int shape_from_fans(struct shape *out, const uint64_t *fan, unsigned nlevels);
+
 /* Write the name of entry idx at level (directory or file level) into buf
  * (at least SHAPE_NAME_MAX bytes); returns its length. */
 static inline size_t shape_name(const struct shape *sh, unsigned level, uint64_t idx, char *buf)

@@ -47,5 +47,17 @@ void test_int_bad_args_exit2(void);
 void test_int_symlink_dir_not_followed(void);
 void test_int_symlink_file_not_followed(void);
 void test_int_out_file(void);
+void test_int_meta_phases(void);
+void test_int_meta_missing_file_exit1(void);
+void test_int_new_workloads_bad_args_exit2(void);
+void test_int_seqio_write_read(void);
+void test_int_randio_counts(void);
+/* test_meta.c */
+void test_cli_size(void);
+void test_meta_phases_parse(void);
+void test_meta_size_parse(void);
+void test_meta_layout(void);
+void test_meta_order_visits_all_once(void);
+void test_meta_file_sizes(void);
 
 #endif

@@ -22,6 +22,12 @@ static const struct test tests[] = {
     T(test_shape_names),
     T(test_cli_parse),
     T(test_perm),
+    T(test_cli_size),
+    T(test_meta_phases_parse),
+    T(test_meta_size_parse),
+    T(test_meta_layout),
+    T(test_meta_order_visits_all_once),
+    T(test_meta_file_sizes),
     T(test_json_escape),
     T(test_json_structure),
     T(test_int_version),
@@ -32,6 +38,11 @@ static const struct test tests[] = {
     T(test_int_symlink_dir_not_followed),
     T(test_int_symlink_file_not_followed),
     T(test_int_out_file),
+    T(test_int_meta_phases),
+    T(test_int_meta_missing_file_exit1),
+    T(test_int_new_workloads_bad_args_exit2),
+    T(test_int_seqio_write_read),
+    T(test_int_randio_counts),
 };
 
 int main(int argc, char **argv)

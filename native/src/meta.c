@@ -1,0 +1,590 @@
+/* meta.c - "meta" workload: create / open / stat / read / delete phases over
+ * a tree of small files, like bonnie++ -n and the XFS log study.
+ *
+ * The directories (or DIR itself with --dirs 0) are opened once per run and
+ * their fds shared by all threads: every file operation is a single *at()
+ * call relative to a directory fd, with O_NOFOLLOW / AT_SYMLINK_NOFOLLOW,
+ * so no path is walked and no symlink is followed. Each phase first makes
+ * sure all directories are open (the create phase makes them with mkdirat;
+ * threads share that work and wait for each other), then hands out the
+ * positions 0..files-1 in chunks through one atomic counter. Position pos
+ * visits file meta_order_file(pos): itself, or a keyed permutation of it.
+ * The last thread to finish its chunk in a delete phase removes the
+ * directories.
+ */
+#include "meta.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "phase.h"
+#include "report.h"
+#include "signals.h"
+#include "timing.h"
+
+#define META_IO_CHUNK (1u << 20)   /* largest single read()/write() */
+#define META_CONTENT_SLACK 4096u   /* files start at varying offsets of the content buffer */
+#define META_DEFAULT_PHASES "create:seq,open:rand,stat:rand,read:rand,delete:seq"
+
+enum fsync_mode { FSYNC_NONE, FSYNC_FILE, FSYNC_DIR };
+enum content { CONTENT_ZERO, CONTENT_RANDOM };
+
+const char *const meta_op_names[] = {"create", "open", "stat", "read", "delete", NULL};
+static const char *const fsync_names[] = {"none", "file", "dir", NULL};
+static const char *const content_names[] = {"zero", "random", NULL};
+
+/* ---- pure helpers (also used by the C tests) ---------------------------- */
+
+int meta_parse_phases(const char *s, struct meta_phases *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *p = s;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *colon = memchr(p, ':', len);
+        size_t nlen = colon ? (size_t)(colon - p) : len;
+        int op = -1;
+        for (int k = 0; k < META_NOPS; k++)
+            if (strlen(meta_op_names[k]) == nlen && strncmp(p, meta_op_names[k], nlen) == 0)
+                op = k;
+        if (op < 0) {
+            snprintf(err, errlen,
+                     "expected a list of create|open|stat|read|delete[:seq|rand] joined by ',', got '%s'",
+                     s);
+            return -1;
+        }
+        int random = 0;
+        if (colon) {
+            const char *ord = colon + 1;
+            size_t olen = len - nlen - 1;
+            if ((olen == 3 && strncmp(ord, "seq", 3) == 0) || (olen == 10 && strncmp(ord, "sequential", 10) == 0))
+                random = 0;
+            else if ((olen == 4 && strncmp(ord, "rand", 4) == 0) || (olen == 6 && strncmp(ord, "random", 6) == 0))
+                random = 1;
+            else {
+                snprintf(err, errlen, "order must be seq or rand (e.g. open:rand), got '%s'", s);
+                return -1;
+            }
+        }
+        if (out->n == META_MAX_PHASES) {
+            snprintf(err, errlen, "at most %d phases, got '%s'", META_MAX_PHASES, s);
+            return -1;
+        }
+        out->p[out->n++] = (struct meta_phase){.op = op, .random = random};
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+int meta_parse_size(const char *s, struct meta_size *out, char *err, size_t errlen)
+{
+    char buf[64];
+    const char *colon = strchr(s, ':');
+    uint64_t lo, hi;
+    int ok;
+    if (colon) {
+        size_t n = (size_t)(colon - s);
+        ok = n < sizeof buf;
+        if (ok) {
+            memcpy(buf, s, n);
+            buf[n] = '\0';
+            ok = cli_parse_size(buf, &lo) == 0 && cli_parse_size(colon + 1, &hi) == 0;
+        }
+    } else {
+        ok = cli_parse_size(s, &lo) == 0;
+        hi = lo;
+    }
+    if (!ok || lo > hi || hi > META_MAX_FILE_SIZE) {
+        snprintf(err, errlen, "expected MIN[:MAX] bytes (suffix K, M, G), MIN <= MAX <= 1G, got '%s'", s);
+        return -1;
+    }
+    out->min = lo;
+    out->max = hi;
+    return 0;
+}
+
+int meta_layout_init(struct meta_layout *l, uint64_t files, uint64_t dirs)
+{
+    memset(l, 0, sizeof *l);
+    if (files < 1 || files > META_MAX_FILES || dirs > files)
+        return -1;
+    l->files = files;
+    l->dirs = dirs;
+    if (dirs == 0)
+        return shape_from_fans(&l->names, &files, 1);
+    l->per = files / dirs;
+    l->rem = files % dirs;
+    uint64_t fan[2] = {dirs, l->per + (l->rem ? 1 : 0)};
+    return shape_from_fans(&l->names, fan, 2);
+}
+
+void meta_order_init(struct meta_order *o, uint64_t files, int random, uint64_t seed, unsigned phase_index)
+{
+    o->random = random;
+    perm_init(&o->perm, files, mix64(mix64(seed ^ 0x6d657461ull) + phase_index + 1));
+}
+
+/* ---- the workload --------------------------------------------------------- */
+
+struct meta_opts {
+    struct common_opts c;
+    uint64_t files, dirs;
+    struct meta_size size;
+    int content;
+    struct meta_phases phases;
+    int fsync;
+};
+
+struct meta_plan {
+    const struct meta_opts *o;
+    struct meta_layout lay;
+    int rootfd;
+    int *dirfds;                 /* ndirfds; with --dirs 0 the single entry is rootfd */
+    uint64_t ndirfds;
+    unsigned char *content;      /* source of the bytes written by create */
+    uint64_t size_key;
+    uint64_t chunk;              /* positions per work item */
+    /* the phase being run */
+    int op;
+    struct meta_order order;
+    _Atomic uint64_t next_pos;
+    _Atomic uint64_t next_dir, dirs_ready;
+    _Atomic uint64_t files_done; /* positions finished (delete: when to remove the dirs) */
+};
+
+static int parse_phases(const char *val, void *dst, char *err, size_t errlen)
+{
+    return meta_parse_phases(val, dst, err, errlen);
+}
+
+static int parse_size(const char *val, void *dst, char *err, size_t errlen)
+{
+    return meta_parse_size(val, dst, err, errlen);
+}
+
+static void fail_file(struct phase_thread *t, const struct meta_plan *p, uint64_t dir, const char *file,
+                      int err)
+{
+    char where[PHASE_WHERE_MAX], dname[SHAPE_NAME_MAX];
+    if (p->lay.dirs) {
+        shape_name(&p->lay.names, 0, dir, dname);
+        snprintf(where, sizeof where, "%s/%s", dname, file);
+    } else {
+        snprintf(where, sizeof where, "%s", file);
+    }
+    phase_fail(t, err, where);
+}
+
+/* Make (create phase) and open every directory not open yet, shared among
+ * the threads; then wait until all are. Returns -1 when the phase stops. */
+static int ready_dirs(struct phase_thread *t, struct meta_plan *p)
+{
+    if (p->lay.dirs == 0)
+        return 0;
+    const int fsync_dir = p->o->fsync == FSYNC_DIR;
+    char name[SHAPE_NAME_MAX];
+    for (;;) {
+        if (phase_stopping(t))
+            return -1;
+        uint64_t j = atomic_fetch_add(&p->next_dir, 1);
+        if (j >= p->ndirfds)
+            break;
+        if (p->dirfds[j] < 0) {
+            shape_name(&p->lay.names, 0, j, name);
+            if (p->op == META_CREATE) {
+                if (mkdirat(p->rootfd, name, 0755) == 0) {
+                    t->dirs++;
+                    if (fsync_dir && fsync(p->rootfd) != 0) {
+                        phase_fail(t, errno, name);
+                        return -1;
+                    }
+                } else if (errno != EEXIST) {
+                    phase_fail(t, errno, name);
+                    return -1;
+                }
+            }
+            int fd = openat(p->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0) {
+                phase_fail(t, errno, name);
+                return -1;
+            }
+            p->dirfds[j] = fd;
+        }
+        atomic_fetch_add(&p->dirs_ready, 1);
+    }
+    while (atomic_load(&p->dirs_ready) < p->ndirfds) {
+        if (phase_stopping(t))
+            return -1;
+        sched_yield();
+    }
+    return 0;
+}
+
+/* Delete phase, after the last file: close and remove the directories. */
+static void remove_dirs(struct phase_thread *t, struct meta_plan *p)
+{
+    if (p->lay.dirs == 0)
+        return;
+    char name[SHAPE_NAME_MAX];
+    for (uint64_t j = 0; j < p->ndirfds; j++) {
+        if (phase_stopping(t))
+            return;
+        if (p->dirfds[j] >= 0) {
+            close(p->dirfds[j]);
+            p->dirfds[j] = -1;
+        }
+        shape_name(&p->lay.names, 0, j, name);
+        if (unlinkat(p->rootfd, name, AT_REMOVEDIR) != 0) {
+            phase_fail(t, errno, name);
+            return;
+        }
+        t->dirs++;
+    }
+    if (p->o->fsync == FSYNC_DIR && fsync(p->rootfd) != 0)
+        phase_fail(t, errno, ".");
+}
+
+/* One file operation. 0: done; 1: create found the file already there
+ * (--allow-existing); -errno: failed. */
+static int do_create(struct phase_thread *t, const struct meta_plan *p, int dfd, uint64_t i,
+                     const char *name)
+{
+    const struct meta_opts *o = p->o;
+    int fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EEXIST && o->c.allow_existing)
+            return 1;
+        return -e;
+    }
+    t->ops++; /* the file exists from here on, whatever follows */
+    uint64_t left = meta_file_size(&o->size, p->size_key, i);
+    if (left) {
+        const unsigned char *src = p->content + mix64(p->size_key + i) % META_CONTENT_SLACK;
+        while (left > 0) {
+            size_t n = left < META_IO_CHUNK ? (size_t)left : META_IO_CHUNK;
+            ssize_t w = write(fd, src, n);
+            if (w <= 0) {
+                int e = w < 0 ? errno : EIO;
+                if (e == EINTR)
+                    continue;
+                close(fd);
+                return -e;
+            }
+            t->bytes += (uint64_t)w;
+            left -= (uint64_t)w;
+        }
+    }
+    if (o->fsync != FSYNC_NONE && fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (close(fd) != 0)
+        return -errno;
+    if (o->fsync == FSYNC_DIR && fsync(dfd) != 0)
+        return -errno;
+    return 0;
+}
+
+static int do_read(struct phase_thread *t, int dfd, const char *name, unsigned char *buf)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    for (;;) {
+        ssize_t r = read(fd, buf, META_IO_CHUNK);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            int e = errno;
+            if (e == EINTR)
+                continue;
+            close(fd);
+            return -e;
+        }
+        t->bytes += (uint64_t)r;
+    }
+    if (close(fd) != 0)
+        return -errno;
+    t->ops++;
+    return 0;
+}
+
+static int do_op(struct phase_thread *t, const struct meta_plan *p, int dfd, uint64_t i, const char *name,
+                 unsigned char *buf)
+{
+    switch (p->op) {
+    case META_CREATE:
+        return do_create(t, p, dfd, i, name);
+    case META_OPEN: {
+        int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        if (close(fd) != 0)
+            return -errno;
+        t->ops++;
+        return 0;
+    }
+    case META_STAT: {
+        struct stat st;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            return -errno;
+        t->ops++;
+        return 0;
+    }
+    case META_READ:
+        return do_read(t, dfd, name, buf);
+    case META_DELETE:
+        if (unlinkat(dfd, name, 0) != 0)
+            return -errno;
+        t->ops++;
+        if (p->o->fsync == FSYNC_DIR && fsync(dfd) != 0)
+            return -errno;
+        return 0;
+    default:
+        return -EINVAL;
+    }
+}
+
+static void meta_worker(struct phase_thread *t, void *arg)
+{
+    struct meta_plan *p = arg;
+    const struct meta_layout *lay = &p->lay;
+    const uint64_t n = lay->files;
+    const unsigned flevel = lay->names.nlevels - 1;
+    char name[SHAPE_NAME_MAX];
+    unsigned char *buf = NULL;
+
+    if (ready_dirs(t, p) != 0)
+        return;
+    if (p->op == META_READ) {
+        buf = malloc(META_IO_CHUNK);
+        if (!buf) {
+            phase_fail(t, ENOMEM, "setup");
+            return;
+        }
+    }
+    uint64_t t0 = now_ns();
+    while (!phase_stopping(t)) {
+        uint64_t begin = atomic_fetch_add_explicit(&p->next_pos, p->chunk, memory_order_relaxed);
+        if (begin >= n)
+            break;
+        uint64_t end = begin + p->chunk < n ? begin + p->chunk : n;
+        for (uint64_t pos = begin; pos < end; pos++) {
+            if (__builtin_expect(phase_stopping(t), 0))
+                goto out;
+            uint64_t i = meta_order_file(&p->order, pos), d, l;
+            meta_locate(lay, i, &d, &l);
+            shape_name(&lay->names, flevel, l, name);
+            int rc = do_op(t, p, p->dirfds[d], i, name, buf);
+            if (__builtin_expect(rc != 0, 0)) {
+                if (rc == 1) {
+                    t->existing++;
+                    t0 = now_ns();
+                    continue;
+                }
+                fail_file(t, p, d, name, -rc);
+                goto out;
+            }
+            uint64_t t1 = now_ns();
+            hist_record(&t->hist, t1 - t0);
+            t0 = t1;
+            phase_publish_counts(t);
+        }
+        uint64_t did = end - begin;
+        if (atomic_fetch_add(&p->files_done, did) + did == n && p->op == META_DELETE)
+            remove_dirs(t, p);
+    }
+out:
+    free(buf);
+}
+
+static void write_params(struct json *j, const void *arg)
+{
+    const struct meta_plan *p = arg;
+    const struct meta_opts *o = p->o;
+    json_obj_begin(j);
+    json_key(j, "dir");
+    json_str(j, o->c.dir);
+    json_key(j, "files");
+    json_u64(j, o->files);
+    json_key(j, "dirs");
+    json_u64(j, o->dirs);
+    json_key(j, "files_per_dir");
+    json_u64(j, o->dirs ? p->lay.names.fan[1] : o->files);
+    json_key(j, "size_min");
+    json_u64(j, o->size.min);
+    json_key(j, "size_max");
+    json_u64(j, o->size.max);
+    json_key(j, "content");
+    json_str(j, content_names[o->content]);
+    json_key(j, "phases");
+    json_arr_begin(j);
+    for (unsigned k = 0; k < o->phases.n; k++) {
+        json_obj_begin(j);
+        json_key(j, "name");
+        json_str(j, meta_op_names[o->phases.p[k].op]);
+        json_key(j, "order");
+        json_str(j, o->phases.p[k].random ? "random" : "sequential");
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    json_key(j, "fsync");
+    json_str(j, fsync_names[o->fsync]);
+    json_key(j, "threads");
+    json_u64(j, o->c.threads);
+    json_key(j, "seed");
+    json_u64(j, o->c.seed);
+    json_key(j, "allow_existing");
+    json_bool(j, o->c.allow_existing);
+    json_key(j, "interval_s");
+    json_double(j, o->c.interval_s);
+    json_key(j, "files_per_work_item");
+    json_u64(j, p->chunk);
+    json_obj_end(j);
+}
+
+static void close_dirs(struct meta_plan *p)
+{
+    if (p->lay.dirs)
+        for (uint64_t j = 0; j < p->ndirfds; j++)
+            if (p->dirfds[j] >= 0)
+                close(p->dirfds[j]);
+}
+
+int meta_main(int argc, char **argv)
+{
+    static struct meta_opts o;
+    static struct meta_plan plan;
+    memset(&o, 0, sizeof o);
+    memset(&plan, 0, sizeof plan);
+    struct opt_spec specs[COMMON_NSPECS + 7];
+    memset(specs, 0, sizeof specs);
+    unsigned n = common_specs_some(specs, &o.c, 0);
+    char err[CLI_ERR_MAX];
+    if (meta_parse_phases(META_DEFAULT_PHASES, &o.phases, err, sizeof err) != 0)
+        return EXIT_FAILED;
+    specs[n++] = (struct opt_spec){
+        .name = "--files", .type = OPT_U64, .dst = &o.files, .required = 1, .min = 1, .max = META_MAX_FILES};
+    specs[n++] = (struct opt_spec){
+        .name = "--dirs", .type = OPT_U64, .dst = &o.dirs, .required = 1, .min = 0, .max = META_MAX_FILES};
+    specs[n++] = (struct opt_spec){.name = "--size", .type = OPT_CUSTOM, .dst = &o.size, .parse = parse_size};
+    specs[n++] = (struct opt_spec){
+        .name = "--content", .type = OPT_ENUM, .dst = &o.content, .choices = content_names};
+    specs[n++] = (struct opt_spec){
+        .name = "--phases", .type = OPT_CUSTOM, .dst = &o.phases, .parse = parse_phases};
+    specs[n++] = (struct opt_spec){
+        .name = "--fsync", .type = OPT_ENUM, .dst = &o.fsync, .choices = fsync_names};
+    if (cli_parse(argc, argv, specs, err, sizeof err) != 0) {
+        cli_error("%s", err);
+        return EXIT_USAGE;
+    }
+    if (o.dirs > o.files) {
+        cli_error("--dirs: expected at most --files (%llu), got '%llu'", (unsigned long long)o.files,
+                  (unsigned long long)o.dirs);
+        return EXIT_USAGE;
+    }
+    if (meta_layout_init(&plan.lay, o.files, o.dirs) != 0) {
+        cli_error("--files: too many files, got '%llu'", (unsigned long long)o.files);
+        return EXIT_USAGE;
+    }
+    plan.ndirfds = o.dirs ? o.dirs : 1;
+    uint64_t limit;
+    if (common_ensure_nofile(plan.ndirfds + o.c.threads + 64, &limit) != 0) {
+        cli_error("--dirs: %llu directories are kept open, but the open-file limit is %llu",
+                  (unsigned long long)o.dirs, (unsigned long long)limit);
+        return EXIT_USAGE;
+    }
+    if (signals_install() != 0) {
+        cli_error("cannot install signal handlers: %s", strerror(errno));
+        return EXIT_FAILED;
+    }
+    int rootfd = common_open_target(&o.c);
+    if (rootfd < 0)
+        return EXIT_USAGE;
+
+    plan.o = &o;
+    plan.rootfd = rootfd;
+    plan.dirfds = malloc(plan.ndirfds * sizeof *plan.dirfds);
+    size_t content_len = o.size.max ? (o.size.max < META_IO_CHUNK ? o.size.max : META_IO_CHUNK) + META_CONTENT_SLACK : 0;
+    plan.content = content_len ? calloc(1, content_len) : NULL;
+    static struct phase_result res[META_MAX_PHASES];
+    if (!plan.dirfds || (content_len && !plan.content)) {
+        cli_error("out of memory");
+        free(plan.dirfds);
+        free(plan.content);
+        close(rootfd);
+        return EXIT_FAILED;
+    }
+    for (uint64_t j = 0; j < plan.ndirfds; j++)
+        plan.dirfds[j] = o.dirs ? -1 : rootfd;
+    uint64_t st = o.c.seed;
+    plan.size_key = splitmix64(&st);
+    if (plan.content && o.content == CONTENT_RANDOM)
+        prng_fill(plan.content, content_len, splitmix64(&st), 0);
+    uint64_t chunk = o.files / (o.c.threads * 8);
+    plan.chunk = chunk < 1 ? 1 : chunk > 1024 ? 1024 : chunk;
+
+    size_t nres = 0;
+    int oom = 0;
+    for (unsigned k = 0; k < o.phases.n; k++) {
+        const struct meta_phase *ph = &o.phases.p[k];
+        plan.op = ph->op;
+        meta_order_init(&plan.order, o.files, ph->random, o.c.seed, k);
+        atomic_store(&plan.next_pos, 0);
+        atomic_store(&plan.next_dir, 0);
+        atomic_store(&plan.dirs_ready, 0);
+        atomic_store(&plan.files_done, 0);
+        struct phase_opts po = {
+            .name = meta_op_names[ph->op],
+            .unit = "files",
+            .threads = (unsigned)o.c.threads,
+            .interval_s = o.c.interval_s,
+            .progress = o.c.progress,
+            .expected_ops = o.files,
+            .order = ph->random ? "random" : "sequential",
+            .with_bytes = 1,
+        };
+        if (phase_run(&res[k], &po, meta_worker, &plan) != 0 && !res[k].lat) {
+            oom = 1;
+            break;
+        }
+        nres = k + 1;
+        if (res[k].error.set || res[k].interrupted)
+            break;
+    }
+    close_dirs(&plan);
+    close(rootfd);
+    free(plan.dirfds);
+    free(plan.content);
+    if (oom) {
+        cli_error("out of memory");
+        for (size_t k = 0; k < nres; k++)
+            phase_result_free(&res[k]);
+        return EXIT_FAILED;
+    }
+
+    struct report rep = {
+        .workload = "meta",
+        .write_params = write_params,
+        .params_arg = &plan,
+        .phases = res,
+        .nphases = nres,
+    };
+    int code = report_finish(&rep, o.c.out);
+    for (size_t k = 0; k < nres; k++)
+        phase_result_free(&res[k]);
+    return code;
+}

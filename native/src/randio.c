@@ -1,0 +1,415 @@
+/* randio.c - "randio" workload: vdbench-like random reads and writes of
+ * --xfer bytes over N files of --file-size bytes, on T threads, for a fixed
+ * duration.
+ *
+ * Phase "prepare" (not part of the measurement): files f000.. are opened
+ * relative to the DIR fd (O_CREAT|O_NOFOLLOW); a file shorter than
+ * --file-size is filled up to it with non-zero pseudo-random bytes
+ * (pwrite of 1 MiB blocks from its current end) and fdatasync'ed. ops =
+ * files created or extended, existing = files already long enough.
+ *
+ * Phase "io": the files are opened once (O_RDWR, O_DIRECT with --direct)
+ * and the fds shared by all threads, which use pread/pwrite only. Each
+ * thread loops until the deadline (set by the first thread to start:
+ * start + --duration): file = uniform over the N files, offset = uniform
+ * over the whole --xfer slots that fit in --file-size (aligned to --xfer),
+ * read when a uniform draw in [0, 100) is below --read-pct, else write.
+ * Each thread has its own xoshiro256** generator seeded from --seed and the
+ * thread index, so the decisions are independent of timing: the read share
+ * is --read-pct in expectation. Reads and writes are the phase's two op
+ * classes: separate counts, bytes, latency histograms and interval rates.
+ */
+#include "randio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "phase.h"
+#include "prng.h"
+#include "report.h"
+#include "signals.h"
+#include "timing.h"
+
+#define RANDIO_MAX_FILES 1000000
+#define RANDIO_MAX_FILE_SIZE (1ull << 50)
+#define RANDIO_MAX_XFER (1ull << 30)
+#define RANDIO_FILL_BLOCK (1u << 20)
+#define RANDIO_NAME_MAX 16
+
+enum { CLS_READ, CLS_WRITE };
+static const char *const class_names[] = {"read", "write", NULL};
+
+struct randio_opts {
+    struct common_opts c;
+    uint64_t files;
+    uint64_t file_size;
+    uint64_t xfer;
+    double read_pct;
+    double duration_s;
+    int direct;
+    int prepare_only;
+};
+
+struct randio_plan {
+    const struct randio_opts *o;
+    int rootfd;
+    unsigned width;             /* digits in file names */
+    int *fds;                   /* io phase: one shared fd per file */
+    unsigned char *fill;        /* prepare: RANDIO_FILL_BLOCK non-zero bytes */
+    uint64_t slots;             /* file_size / xfer */
+    uint64_t seed_key;
+    uint64_t duration_ns;
+    struct dio_info dio;        /* --direct: alignment of f000 */
+    _Atomic uint64_t next_file; /* prepare work handout */
+    _Atomic uint64_t deadline;  /* io: 0 until the first thread starts */
+};
+
+static void file_name(const struct randio_plan *p, uint64_t i, char *buf)
+{
+    snprintf(buf, RANDIO_NAME_MAX, "f%0*llu", (int)p->width, (unsigned long long)i);
+}
+
+static int fill_file(struct phase_thread *t, const struct randio_plan *p, int fd, uint64_t from)
+{
+    uint64_t off = from, end = p->o->file_size;
+    while (off < end) {
+        if (phase_stopping(t))
+            return EINTR;
+        size_t n = end - off < RANDIO_FILL_BLOCK ? (size_t)(end - off) : RANDIO_FILL_BLOCK;
+        ssize_t w = pwrite(fd, p->fill, n, (off_t)off);
+        if (w <= 0) {
+            int e = w < 0 ? errno : EIO;
+            if (e == EINTR)
+                continue;
+            return e;
+        }
+        off += (uint64_t)w;
+        t->bytes += (uint64_t)w;
+    }
+    return fdatasync(fd) != 0 ? errno : 0;
+}
+
+static void prepare_worker(struct phase_thread *t, void *arg)
+{
+    struct randio_plan *p = arg;
+    char name[RANDIO_NAME_MAX];
+    uint64_t t0 = now_ns();
+    while (!phase_stopping(t)) {
+        uint64_t i = atomic_fetch_add_explicit(&p->next_file, 1, memory_order_relaxed);
+        if (i >= p->o->files)
+            break;
+        file_name(p, i, name);
+        int fd = openat(p->rootfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            phase_fail(t, errno, name);
+            return;
+        }
+        struct stat st;
+        if (fstat(fd, &st) != 0) {
+            phase_fail(t, errno, name);
+            close(fd);
+            return;
+        }
+        if (!S_ISREG(st.st_mode)) {
+            phase_fail(t, EINVAL, name);
+            close(fd);
+            return;
+        }
+        int existing = (uint64_t)st.st_size >= p->o->file_size;
+        int e = existing ? 0 : fill_file(t, p, fd, (uint64_t)st.st_size);
+        if (close(fd) != 0 && !e)
+            e = errno;
+        if (e) {
+            if (!(e == EINTR && phase_stopping(t)))
+                phase_fail(t, e, name);
+            return;
+        }
+        if (existing) { /* not an op: no latency, like tree's --allow-existing */
+            t->existing++;
+            t0 = now_ns();
+            continue;
+        }
+        t->ops++;
+        uint64_t t1 = now_ns();
+        hist_record(&t->hist, t1 - t0);
+        t0 = t1;
+        phase_publish_counts(t);
+    }
+}
+
+static void io_worker(struct phase_thread *t, void *arg)
+{
+    struct randio_plan *p = arg;
+    const struct randio_opts *o = p->o;
+    const uint64_t nfiles = o->files, slots = p->slots;
+    const size_t xfer = (size_t)o->xfer;
+    const double pct = o->read_pct;
+    struct phase_class *rd = &t->cls[CLS_READ], *wr = &t->cls[CLS_WRITE];
+    const size_t align = p->dio.mem_align > COMMON_DIO_DEFAULT_ALIGN ? p->dio.mem_align : COMMON_DIO_DEFAULT_ALIGN;
+    unsigned char *rbuf = aligned_alloc(align, (xfer + align - 1) / align * align);
+    unsigned char *wbuf = aligned_alloc(align, (xfer + align - 1) / align * align);
+    if (!rbuf || !wbuf) {
+        phase_fail(t, ENOMEM, "setup");
+        free(rbuf);
+        free(wbuf);
+        return;
+    }
+    prng_fill(wbuf, xfer, mix64(p->seed_key + t->id), 1);
+    struct xoshiro256 g;
+    xoshiro256_seed(&g, mix64(p->seed_key ^ mix64((uint64_t)t->id + 1)));
+
+    uint64_t t0 = now_ns();
+    uint64_t none = 0;
+    atomic_compare_exchange_strong(&p->deadline, &none, t0 + p->duration_ns);
+    const uint64_t deadline = atomic_load(&p->deadline);
+    while (t0 < deadline && !phase_stopping(t)) {
+        uint64_t f = xoshiro256_below(&g, nfiles);
+        off_t off = (off_t)(xoshiro256_below(&g, slots) * xfer);
+        int is_read = xoshiro256_double(&g) * 100.0 < pct;
+        ssize_t r = is_read ? pread(p->fds[f], rbuf, xfer, off) : pwrite(p->fds[f], wbuf, xfer, off);
+        if (__builtin_expect(r <= 0, 0)) {
+            /* 0: a read at or past the end (the file was shortened behind our back) */
+            int e = r < 0 ? errno : ENODATA;
+            if (e == EINTR)
+                continue;
+            char name[RANDIO_NAME_MAX];
+            file_name(p, f, name);
+            phase_fail(t, e, name);
+            break;
+        }
+        struct phase_class *c = is_read ? rd : wr;
+        c->ops++;
+        c->bytes += (uint64_t)r;
+        t->ops++;
+        t->bytes += (uint64_t)r;
+        uint64_t t1 = now_ns();
+        hist_record(&c->hist, t1 - t0);
+        t0 = t1;
+        phase_publish_counts(t);
+    }
+    free(rbuf);
+    free(wbuf);
+}
+
+static void write_params(struct json *j, const void *arg)
+{
+    const struct randio_plan *p = arg;
+    const struct randio_opts *o = p->o;
+    json_obj_begin(j);
+    json_key(j, "dir");
+    json_str(j, o->c.dir);
+    json_key(j, "files");
+    json_u64(j, o->files);
+    json_key(j, "file_size");
+    json_u64(j, o->file_size);
+    json_key(j, "threads");
+    json_u64(j, o->c.threads);
+    json_key(j, "xfer");
+    json_u64(j, o->xfer);
+    json_key(j, "read_pct");
+    json_double(j, o->read_pct);
+    json_key(j, "duration_s");
+    json_double(j, o->duration_s);
+    json_key(j, "direct");
+    json_bool(j, o->direct);
+    json_key(j, "dio_align");
+    if (o->direct && !o->prepare_only)
+        json_u64(j, p->dio.offset_align);
+    else
+        json_null(j);
+    json_key(j, "prepare_only");
+    json_bool(j, o->prepare_only);
+    json_key(j, "seed");
+    json_u64(j, o->c.seed);
+    json_key(j, "interval_s");
+    json_double(j, o->c.interval_s);
+    json_obj_end(j);
+}
+
+/* Open the files for the io phase. 0, or an errno with the file's name. */
+static int open_files(struct randio_plan *p, char *where)
+{
+    int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | (p->o->direct ? O_DIRECT : 0);
+    for (uint64_t i = 0; i < p->o->files; i++) {
+        file_name(p, i, where);
+        p->fds[i] = openat(p->rootfd, where, flags);
+        if (p->fds[i] < 0)
+            return errno;
+    }
+    return 0;
+}
+
+static void close_files(struct randio_plan *p)
+{
+    for (uint64_t i = 0; i < p->o->files; i++)
+        if (p->fds[i] >= 0)
+            close(p->fds[i]);
+}
+
+int randio_main(int argc, char **argv)
+{
+    static struct randio_opts o;
+    static struct randio_plan plan;
+    memset(&o, 0, sizeof o);
+    memset(&plan, 0, sizeof plan);
+    struct opt_spec specs[COMMON_NSPECS + 8];
+    memset(specs, 0, sizeof specs);
+    unsigned n = common_specs_some(specs, &o.c, COMMON_NO_ALLOW_EXISTING);
+    specs[n++] = (struct opt_spec){
+        .name = "--files", .type = OPT_U64, .dst = &o.files, .required = 1, .min = 1, .max = RANDIO_MAX_FILES};
+    specs[n++] = (struct opt_spec){.name = "--file-size", .type = OPT_SIZE, .dst = &o.file_size,
+                                   .required = 1, .min = 1, .max = RANDIO_MAX_FILE_SIZE};
+    struct opt_spec *needed = &specs[n]; /* the next three: required unless --prepare */
+    specs[n++] = (struct opt_spec){
+        .name = "--xfer", .type = OPT_SIZE, .dst = &o.xfer, .min = 1, .max = RANDIO_MAX_XFER};
+    specs[n++] = (struct opt_spec){
+        .name = "--read-pct", .type = OPT_DOUBLE, .dst = &o.read_pct, .dmin = 0, .dmax = 100};
+    specs[n++] = (struct opt_spec){
+        .name = "--duration", .type = OPT_DOUBLE, .dst = &o.duration_s, .dmin = 0.01, .dmax = 1e7};
+    specs[n++] = (struct opt_spec){.name = "--direct", .type = OPT_FLAG, .dst = &o.direct};
+    specs[n++] = (struct opt_spec){.name = "--prepare", .type = OPT_FLAG, .dst = &o.prepare_only};
+    char err[CLI_ERR_MAX];
+    if (cli_parse(argc, argv, specs, err, sizeof err) != 0) {
+        cli_error("%s", err);
+        return EXIT_USAGE;
+    }
+    if (!o.prepare_only) {
+        for (int k = 0; k < 3; k++) {
+            if (!needed[k].seen) {
+                cli_error("%s: required argument missing (unless --prepare)", needed[k].name);
+                return EXIT_USAGE;
+            }
+        }
+        if (o.xfer > o.file_size) {
+            cli_error("--xfer: expected at most --file-size (%llu), got '%llu'",
+                      (unsigned long long)o.file_size, (unsigned long long)o.xfer);
+            return EXIT_USAGE;
+        }
+        if (o.direct && o.xfer % COMMON_DIO_MIN_ALIGN != 0) {
+            cli_error("--xfer: with --direct, expected a multiple of %u bytes, got '%llu'",
+                      COMMON_DIO_MIN_ALIGN, (unsigned long long)o.xfer);
+            return EXIT_USAGE;
+        }
+    }
+    uint64_t limit;
+    if (common_ensure_nofile(o.files + 64, &limit) != 0) {
+        cli_error("--files: %llu files are kept open, but the open-file limit is %llu",
+                  (unsigned long long)o.files, (unsigned long long)limit);
+        return EXIT_USAGE;
+    }
+    if (signals_install() != 0) {
+        cli_error("cannot install signal handlers: %s", strerror(errno));
+        return EXIT_FAILED;
+    }
+    int rootfd = common_open_dir(&o.c);
+    if (rootfd < 0)
+        return EXIT_USAGE;
+
+    plan.o = &o;
+    plan.rootfd = rootfd;
+    plan.width = 3;
+    for (uint64_t v = o.files - 1; v >= 1000; v /= 10)
+        plan.width++;
+    if (o.direct && !o.prepare_only) {
+        char name[RANDIO_NAME_MAX];
+        file_name(&plan, 0, name);
+        /* other errors than "no O_DIRECT here" show up again in the prepare phase */
+        if (common_probe_direct(rootfd, o.c.dir, name, 1, &plan.dio) < 0) {
+            close(rootfd);
+            return EXIT_USAGE;
+        }
+        if (o.xfer % plan.dio.offset_align != 0) {
+            cli_error("--xfer: with --direct on '%s', expected a multiple of %u bytes (its direct I/O "
+                      "alignment%s), got '%llu'",
+                      o.c.dir, plan.dio.offset_align, plan.dio.reported ? "" : ", assumed",
+                      (unsigned long long)o.xfer);
+            if (plan.dio.created)
+                (void)unlinkat(rootfd, name, 0);
+            close(rootfd);
+            return EXIT_USAGE;
+        }
+    }
+    plan.fds = malloc(o.files * sizeof *plan.fds);
+    plan.fill = malloc(RANDIO_FILL_BLOCK);
+    if (!plan.fds || !plan.fill) {
+        cli_error("out of memory");
+        free(plan.fds);
+        free(plan.fill);
+        close(rootfd);
+        return EXIT_FAILED;
+    }
+    for (uint64_t i = 0; i < o.files; i++)
+        plan.fds[i] = -1;
+    uint64_t st = o.c.seed;
+    plan.seed_key = splitmix64(&st);
+    prng_fill(plan.fill, RANDIO_FILL_BLOCK, splitmix64(&st), 1);
+    plan.slots = o.xfer ? o.file_size / o.xfer : 0;
+    plan.duration_ns = (uint64_t)(o.duration_s * 1e9);
+    atomic_init(&plan.next_file, 0);
+    atomic_init(&plan.deadline, 0);
+
+    static struct phase_result res[2];
+    size_t nres = 0;
+    int oom = 0;
+    struct phase_opts prep = {
+        .name = "prepare",
+        .unit = "files",
+        .threads = (unsigned)o.c.threads,
+        .interval_s = o.c.interval_s,
+        .progress = o.c.progress,
+        .expected_ops = o.files,
+        .with_bytes = 1,
+    };
+    if (phase_run(&res[0], &prep, prepare_worker, &plan) != 0 && !res[0].lat)
+        oom = 1;
+    else
+        nres = 1;
+    if (!oom && !o.prepare_only && !res[0].error.set && !res[0].interrupted) {
+        struct phase_opts io = {
+            .name = "io",
+            .unit = "ops",
+            .threads = (unsigned)o.c.threads,
+            .interval_s = o.c.interval_s,
+            .progress = o.c.progress,
+            .with_bytes = 1,
+            .nclasses = 2,
+            .class_names = class_names,
+        };
+        char where[RANDIO_NAME_MAX];
+        int e = open_files(&plan, where);
+        int rc = e ? phase_result_setup_failed(&res[1], &io, e, where)
+                   : phase_run(&res[1], &io, io_worker, &plan);
+        if (rc != 0 && !res[1].lat)
+            oom = 1;
+        else
+            nres = 2;
+    }
+    close_files(&plan);
+    close(rootfd);
+    free(plan.fds);
+    free(plan.fill);
+    if (oom) {
+        cli_error("out of memory");
+        for (size_t k = 0; k < nres; k++)
+            phase_result_free(&res[k]);
+        return EXIT_FAILED;
+    }
+    struct report rep = {
+        .workload = "randio",
+        .write_params = write_params,
+        .params_arg = &plan,
+        .phases = res,
+        .nphases = nres,
+    };
+    int code = report_finish(&rep, o.c.out);
+    for (size_t k = 0; k < nres; k++)
+        phase_result_free(&res[k]);
+    return code;
+}

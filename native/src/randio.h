@@ -1,0 +1,8 @@
+/* randio.h - the "randio" workload: vdbench-like random reads and writes over N files. */
+#ifndef BOATLOAD_RANDIO_H
+#define BOATLOAD_RANDIO_H
+
+/* argv[0..argc) are the arguments after "randio". Returns the exit code. */
+int randio_main(int argc, char **argv);
+
+#endif
