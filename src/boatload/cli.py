@@ -10,13 +10,13 @@ import sys
 from pathlib import Path
 
 from boatload.config import ConfigError
+from boatload.studies import NAMES
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from boatload import forest
-    from boatload.results import save_result
+    from boatload.results import archive_path, save_result
+    from boatload.studies import study
 
-    studies = {"forest": forest.run}
     # A job started in the background inherits SIGINT ignored; a measurement
     # must still stop on Ctrl-C and tear its target down.
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -24,23 +24,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
         job = json.loads(args.job)
     except json.JSONDecodeError as exc:
         raise SystemExit(f"boatload run: --job: not valid JSON ({exc})") from None
-    result = studies[args.study](job)
+    result = study(args.study).run(job)
     out = Path(args.out)
     runs_dir = Path(args.runs_dir)
-    if result["result"]["status"] != "ok":
+    status = result["result"]["status"]
+    if status == "error":
         # Keep the failed run for the record, but do not publish it as a result.
-        from boatload.results import archive_path
-
         keep = archive_path(runs_dir, Path("failed") / out.name)
         keep.parent.mkdir(parents=True, exist_ok=True)
         keep.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n")
-        print(f"boatload run: {args.study} {job['target']['name']} {job['method']} failed: {result['result']['reason']} (kept in {keep})", file=sys.stderr)
+        print(f"boatload run: {args.study} {out} failed: {result['result']['reason']} (kept in {keep})", file=sys.stderr)
         return 1
     save_result(result, out, runs_dir)
-    r = result["result"]
-    note = " (time-capped, extrapolated)" if r["extrapolated"] else ""
-    rate = f"{r['files_per_s']:.0f} files/s" if r["files_per_s"] else "no rate"
-    print(f"{args.study} {job['target']['name']} {job['method']} rep{job['rep']}: {r['files']} files, {rate}{note}")
+    summary = study(args.study).summary(result) if status == "ok" else f"skipped: {result['result']['reason']}"
+    print(f"{args.study} {out.parent.name} rep{job.get('rep')}: {summary}")
     return 0
 
 
@@ -112,14 +109,14 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="provision a target, run one measurement, tear down")
-    run.add_argument("study", choices=["forest"])
+    run.add_argument("study", choices=NAMES)
     run.add_argument("--job", required=True, help="the job as JSON (Snakemake passes it)")
     run.add_argument("--out", required=True)
     run.add_argument("--runs-dir", required=True, help="data/runs/<host>: the archive lives below it")
     run.set_defaults(func=_cmd_run)
 
     tidy = sub.add_parser("tidy", help="raw JSON results to one Parquet table")
-    tidy.add_argument("study", choices=["forest"])
+    tidy.add_argument("study", choices=NAMES)
     tidy.add_argument("--out", required=True)
     tidy.add_argument("raw", nargs="+")
     tidy.set_defaults(func=_cmd_tidy)
@@ -142,7 +139,7 @@ def parser() -> argparse.ArgumentParser:
     paper.set_defaults(func=_cmd_paper)
 
     figure = sub.add_parser("figure", help="rerun one study's notebook and the paper from existing data")
-    figure.add_argument("study", choices=["forest"])
+    figure.add_argument("study", choices=NAMES)
     figure.add_argument("--configfile", help="default: the config the existing results were measured with")
     figure.set_defaults(func=_cmd_figure)
     return p

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import tempfile
-import time
-from contextlib import ExitStack
 from pathlib import Path
 
-from boatload import creators, system
-from boatload.paths import scratch_dir, worker_binary
-from boatload.signals import signals_as_exceptions
-from boatload.targets import NeedsRoot, Provisioned, TargetSpec, parse_target, provision
+import polars as pl
+
+from boatload import creators
+from boatload.paths import scratch_dir
+from boatload.runner import run_job
+from boatload.targets import Provisioned
+from boatload.worker import phase, run_worker
 
 METHOD_LABELS = {
     "worker-1t": "native program, 1 thread",
@@ -29,17 +27,11 @@ WORKER_THREADS = {"worker-1t": 1, "worker-2t": 2}
 
 def _run_worker(method: str, root: Path, shape: list[int], seed: int) -> dict:
     """The worker's own measurement of the create phase."""
-    with tempfile.TemporaryDirectory(prefix="boatload-worker-") as tmp:
-        out = Path(tmp) / "result.json"
-        argv = [
-            str(worker_binary()), "tree", "--dir", str(root), "--shape", "x".join(map(str, shape)),
-            "--threads", str(WORKER_THREADS[method]), "--seed", str(seed), "--out", str(out),
-        ]
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        if not out.exists():
-            raise RuntimeError(f"worker failed (exit {proc.returncode}): {proc.stderr.strip()}")
-        doc = json.loads(out.read_text())
-    create = next(p for p in doc["phases"] if p["name"] == "create")
+    doc = run_worker("tree", [
+        "--dir", str(root), "--shape", "x".join(map(str, shape)),
+        "--threads", str(WORKER_THREADS[method]), "--seed", str(seed),
+    ])
+    create = phase(doc, "create")
     return {
         "seconds": create["seconds"],
         "cpu_user_s": create["cpu_user_s"],
@@ -63,15 +55,9 @@ def _run_baseline(method: str, root: Path, shape: list[int], time_cap_s: float, 
     }
 
 
-def _fallback(spec: TargetSpec, why: NeedsRoot) -> tuple[TargetSpec, str]:
-    """Without root, measure a plain directory on the scratch file system, and say so."""
-    fs = system.fs_type(scratch_dir())
-    reason = f"not root ({why}); measured a plain directory on the scratch file system ({fs}) instead"
-    return parse_target(spec.name, {"kind": "dir", "fs": "dir"}), reason
-
-
-def measure(provisioned: Provisioned, method: str, shape: list[int], time_cap_s: float, seed: int) -> dict:
+def measure(provisioned: Provisioned, job: dict) -> dict:
     """Create the forest on the target and account for what was made and what it cost."""
+    method, shape, time_cap_s, seed = job["method"], job["shape"], job["time_cap_s"], job["seed"]
     before = provisioned.usage()
     cache = scratch_dir() / "archives"
     # A fresh directory on the target: a new file system's root is not empty (lost+found).
@@ -111,29 +97,73 @@ def measure(provisioned: Provisioned, method: str, shape: list[int], time_cap_s:
     }
 
 
+def summary(doc: dict) -> str:
+    """One line for the log."""
+    r = doc["result"]
+    note = " (time-capped, extrapolated)" if r["extrapolated"] else ""
+    rate = f"{r['files_per_s']:.0f} files/s" if r["files_per_s"] else "no rate"
+    return f"{doc['job']['target']['name']} {doc['job']['method']}: {r['files']} files, {rate}{note}"
+
+
 def run(job: dict) -> dict:
-    """Provision the job's target, measure, tear down; return the raw result with provenance."""
-    spec = parse_target(job["target"]["name"], {k: v for k, v in job["target"].items() if k != "name"})
-    substituted = None
-    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    with ExitStack() as stack:  # teardown runs on success, error, SIGINT and SIGTERM alike
-        stack.enter_context(signals_as_exceptions())
-        try:
-            provisioned = stack.enter_context(provision(spec, scratch_dir()))
-        except NeedsRoot as why:
-            spec, substituted = _fallback(spec, why)
-            provisioned = stack.enter_context(provision(spec, scratch_dir()))
-        measurement = measure(provisioned, job["method"], job["shape"], job["time_cap_s"], job["seed"])
-        target_provenance = provisioned.provenance
-    return {
-        "study": "forest",
-        "job": job,
-        "method_label": METHOD_LABELS[job["method"]],
-        "target": {**spec.to_dict(), "requested": job["target"], "substituted": substituted},
-        "target_provenance": target_provenance,
-        "machine": system.machine(),
-        "worker": system.worker_info(),
-        "started_at": started,
-        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "result": measurement,
-    }
+    """Provision the job's target, measure, tear down; the raw result with provenance."""
+    doc = run_job("forest", job, measure)
+    doc["method_label"] = METHOD_LABELS[job["method"]]
+    return doc
+
+
+SCHEMA = {
+    "host": pl.String,
+    "study": pl.String,
+    "target": pl.String,
+    "filesystem": pl.String,
+    "method": pl.String,
+    "method_label": pl.String,
+    "rep": pl.Int64,
+    "files": pl.Int64,
+    "files_planned": pl.Int64,
+    "seconds": pl.Float64,
+    "files_per_s": pl.Float64,
+    "extrapolated": pl.Boolean,
+    "space_kb": pl.Int64,
+    "inodes_used": pl.Int64,
+    "status": pl.String,
+    "reason": pl.String,
+    "cpu_user_s": pl.Float64,
+    "cpu_sys_s": pl.Float64,
+    "worker_version": pl.String,
+    "kernel": pl.String,
+    "started_at": pl.String,
+}
+
+
+def rows(doc: dict) -> list[dict]:
+    """One row per run."""
+    result, target = doc["result"], doc["target"]
+    substituted = target.get("substituted")
+    return [{
+        "host": doc["machine"]["host"],
+        "study": doc["study"],
+        "target": doc["job"]["target"]["name"],
+        "filesystem": target["fs"],
+        "method": doc["job"]["method"],
+        "method_label": doc["method_label"],
+        "rep": doc["job"]["rep"],
+        "files": result["files"],
+        "files_planned": result["files_planned"],
+        "seconds": result["seconds"],
+        "files_per_s": result["files_per_s"],
+        "extrapolated": result["extrapolated"],
+        "space_kb": result["space_kb"],
+        "inodes_used": result["inodes_used"],
+        # A run on a stand-in directory is not a measurement of the target it stands for.
+        "status": "skipped" if substituted else result["status"],
+        "reason": substituted or result["reason"],
+        "cpu_user_s": result["cpu_user_s"],
+        "cpu_sys_s": result["cpu_sys_s"],
+        "worker_version": doc["worker"]["version"],
+        "kernel": doc["machine"]["kernel"],
+        "started_at": doc["started_at"],
+    }]
+
+SORT = ["target", "method", "rep"]

@@ -1,0 +1,34 @@
+"""Calling the measuring worker: one workload, one JSON document back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+from boatload.paths import worker_binary
+
+
+class WorkerError(RuntimeError):
+    """The worker refused its arguments or produced no result."""
+
+
+def run_worker(workload: str, args: list[str]) -> dict:
+    """Run `boatload-worker WORKLOAD ARGS... --out FILE` and return its document.
+
+    A failed system call mid-phase (exit 1) still returns the document, whose
+    `status` and `error` say what happened; bad arguments (exit 2) or no
+    document at all raise WorkerError with the worker's own line.
+    """
+    with tempfile.TemporaryDirectory(prefix="boatload-worker-") as tmp:
+        out = Path(tmp) / "result.json"
+        argv = [str(worker_binary()), workload, *args, "--out", str(out)]
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode == 2 or not out.exists():
+            raise WorkerError(f"worker {workload} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+        return json.loads(out.read_text())
+
+
+def phase(doc: dict, name: str) -> dict:
+    return next(p for p in doc["phases"] if p["name"] == name)
