@@ -25,7 +25,7 @@ def test_shipped_configs_are_valid(name):
         (lambda c: c["studies"]["forest"].update(shape=[100, "x"]), "studies.forest.shape[1]"),
         (lambda c: c["targets"]["ext4"].update(fs="ext9"), "targets.ext4.fs"),
         (lambda c: c["targets"]["ext4"].update(size_mb=-1), "targets.ext4.size_mb"),
-        (lambda c: c["studies"]["forest"]["targets"].append("nope"), "studies.forest.targets[2]: unknown target 'nope'"),
+        (lambda c: c["studies"]["forest"]["targets"].insert(0, "nope"), "studies.forest.targets[0]: unknown target 'nope'"),
         (lambda c: c["studies"]["forest"].update(methods=["worker-9t"]), "studies.forest.methods[0]"),
         (lambda c: c.pop("seed"), "seed"),
     ],

@@ -1,11 +1,8 @@
 # From raw runs to tidy tables, provenance, and one executed notebook per study.
 
-RAW = {"forest": forest_runs}
-
-
 rule tidy:
     input:
-        lambda w: RAW[w.study](),
+        lambda w: raw_runs(w.study),
     output:
         f"{RUNS}/{{study}}.parquet",
     wildcard_constraints:
@@ -16,7 +13,7 @@ rule tidy:
 
 rule provenance:
     input:
-        [run for study in STUDIES for run in RAW[study]()],
+        [run for name in STUDIES for run in raw_runs(name)],
     output:
         "results/provenance.json",
     params:

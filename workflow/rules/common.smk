@@ -4,23 +4,20 @@ import json
 import os
 from glob import glob
 
+from boatload.studies import NAMES, study
 from boatload.system import hostname
 
 HOST = config.get("host") or hostname()
-CONFIGFILE = os.path.relpath(str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1]))
 RUNS = f"data/runs/{HOST}"
-STUDIES = [study for study in ("forest",) if study in config["studies"]]
+CONFIGFILE = os.path.relpath(str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1]))
+# The studies this config asks for and this version of boatload can run.
+STUDIES = [name for name in NAMES if name in config["studies"]]
 
 # Nix puts the worker in the store and says where; otherwise we build it here.
 WORKER = os.environ.get("BOATLOAD_WORKER") or "native/build/boatload-worker"
 # Every experiment depends on the worker build and on the locked environment,
 # so a new worker or a new lock reruns the measurements that used the old one.
 PINNED = {"worker": WORKER, "lock": "uv.lock"}
-
-
-def target_spec(name):
-    return {"name": name, **config["targets"][name]}
-
 
 if WORKER == "native/build/boatload-worker":
 

@@ -1,8 +1,11 @@
 """The five studies. Each module has:
 
+- `jobs(config) -> list[dict]`: every run at the config's scale, each with its
+  `target` (spec with name), `point` (a path-safe id within the target) and `rep`;
 - `measure(provisioned, job) -> dict`: one run on a provisioned target;
 - `run(job) -> dict`: the raw result document (via boatload.runner.run_job);
-- `SCHEMA` and `rows(doc) -> list[dict]`: its tidy table.
+- `summary(doc) -> str`: one line for the log;
+- `SCHEMA`, `SORT` and `rows(doc) -> list[dict]`: its tidy table.
 """
 
 from __future__ import annotations

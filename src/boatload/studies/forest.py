@@ -97,6 +97,28 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
     }
 
 
+def jobs(config: dict) -> list[dict]:
+    """Every run of the study at this config's scale: target x method x repetition."""
+    study = config["studies"]["forest"]
+    reps = study.get("repetitions", config["repetitions"])
+    return [
+        {
+            "study": "forest",
+            "scale": config["scale"],
+            "target": {"name": target, **config["targets"][target]},
+            "point": method,
+            "method": method,
+            "rep": rep,
+            "shape": study["shape"],
+            "time_cap_s": study["time_cap_s"],
+            "seed": config["seed"] + rep,
+        }
+        for target in study["targets"]
+        for method in study["methods"]
+        for rep in range(1, reps + 1)
+    ]
+
+
 def summary(doc: dict) -> str:
     """One line for the log."""
     r = doc["result"]
