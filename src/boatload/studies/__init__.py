@@ -11,9 +11,12 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
-NAMES = ("forest",)
+# In the order of the paper; a study is available once its module exists.
+ORDER = ("degradation", "journal", "forest", "filecount", "tmpfs")
+NAMES = tuple(name for name in ORDER if importlib.util.find_spec(f"boatload.studies.{name}") is not None)
 
 
 def study(name: str) -> ModuleType:
