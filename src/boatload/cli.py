@@ -53,7 +53,7 @@ def _cmd_provenance(args: argparse.Namespace) -> int:
     from boatload.provenance import gather
     from boatload.results import write_atomic
 
-    doc = gather([Path(p) for p in args.raw], args.config, args.scale)
+    doc = gather([Path(p) for p in args.raw], args.config, args.scale, args.order_seed)
     write_atomic(Path(args.out), json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return 0
 
@@ -125,6 +125,7 @@ def parser() -> argparse.ArgumentParser:
     prov.add_argument("--out", required=True)
     prov.add_argument("--config", required=True)
     prov.add_argument("--scale", required=True)
+    prov.add_argument("--order-seed", type=int, help="the seed that shuffled the run order")
     prov.add_argument("raw", nargs="+")
     prov.set_defaults(func=_cmd_provenance)
 

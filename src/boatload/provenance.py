@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 
-def gather(raw: list[Path], config_path: str, scale: str) -> dict:
+def gather(raw: list[Path], config_path: str, scale: str, order_seed: int | None = None) -> dict:
     docs = [json.loads(Path(p).read_text()) for p in sorted(map(str, raw))]
     if not docs:
         raise ValueError("provenance: no raw results to gather from")
@@ -46,4 +46,6 @@ def gather(raw: list[Path], config_path: str, scale: str) -> dict:
         "config": config_path,
         "scale": scale,
         "runs": len(docs),
+        # The measurements ran in random.Random(order_seed).shuffle(sorted(jobs)) order.
+        "order_seed": order_seed,
     }

@@ -19,8 +19,9 @@ rule provenance:
     params:
         config=CONFIGFILE,
         scale=config["scale"],
+        seed=config["seed"],
     shell:
-        "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} {input:q}"
+        "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} --order-seed {params.seed} {input:q}"
 
 
 rule notebook_forest:

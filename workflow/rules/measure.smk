@@ -2,10 +2,20 @@
 # The study modules (boatload.studies.*) turn the config into jobs; this rule
 # only runs them, so all studies share provisioning, teardown and provenance.
 
+import random
+
 JOBS = {
     name: {(job["target"]["name"], job["point"], job["rep"]): job for job in study(name).jobs(config)}
     for name in STUDIES
 }
+
+
+# Run order: shuffled with the config's seed, so that no target or study is
+# always measured first (warm caches, a filling disk, a heating CPU). With one
+# `bench` resource per host the scheduler starts the highest priority first.
+ORDER = sorted((name, *key) for name in STUDIES for key in JOBS[name])
+random.Random(config["seed"]).shuffle(ORDER)
+PRIORITY = {key: len(ORDER) - i for i, key in enumerate(ORDER)}
 
 
 def raw_runs(name):
@@ -25,6 +35,7 @@ rule measure:
         target="[a-z0-9-]+",
         point="[A-Za-z0-9._-]+",
         rep=r"\d+",
+    priority: lambda w: PRIORITY[(w.study, w.target, w.point, int(w.rep))]
     resources:
         bench=1,
     shell:
