@@ -1,13 +1,17 @@
-/* tree.c - "tree" workload: make a tree of empty files with a fixed fan-out.
+/* tree.c - "tree" workload: make a tree of files, with a fixed fan-out
+ * (--layout fixed, --shape) or a seeded random folder structure (--layout
+ * random, --files; see rlayout.h). Files are empty unless --size asks for
+ * bytes (see filedata.h).
  *
- * Work is split into items (a leaf directory, or a chunk of one when there
- * are fewer leaves than threads need to stay busy) handed out through an
- * atomic counter. Each thread walks from the target directory fd down to the
- * leaf with mkdirat (EEXIST is fine: another thread or chunk made it) and
- * openat(O_DIRECTORY|O_NOFOLLOW), keeping the fds of its current path open
- * so consecutive leaves share the prefix. Files are created with
- * openat(O_CREAT|O_EXCL|O_NOFOLLOW) + close relative to the leaf fd. No
- * absolute path is ever built and no symlink is ever followed.
+ * Work is split into items (a directory that holds files, or a chunk of one
+ * when there are fewer such directories than threads need to stay busy)
+ * handed out through an atomic counter. Each thread walks from the target
+ * directory fd down to the directory with mkdirat (EEXIST is fine: another
+ * thread or chunk made it) and openat(O_DIRECTORY|O_NOFOLLOW), keeping the
+ * fds of its current path open so consecutive items share the prefix.
+ * Files are created with openat(O_CREAT|O_EXCL|O_NOFOLLOW), written, and
+ * closed relative to the directory fd. No absolute path is ever built and
+ * no symlink is ever followed.
  */
 #include "tree.h"
 
@@ -15,39 +19,60 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "common.h"
+#include "filedata.h"
 #include "phase.h"
 #include "prng.h"
 #include "report.h"
+#include "rlayout.h"
 #include "shape.h"
 #include "signals.h"
 #include "timing.h"
 
 enum order { ORDER_SEQUENTIAL, ORDER_RANDOM };
 enum fsync_mode { FSYNC_NONE, FSYNC_FILE, FSYNC_DIR };
+enum layout { LAYOUT_FIXED, LAYOUT_RANDOM };
 
 static const char *const order_names[] = {"sequential", "random", NULL};
 static const char *const fsync_names[] = {"none", "file", "dir", NULL};
+static const char *const layout_names[] = {"fixed", "random", NULL};
+
+#define TREE_DEFAULT_MAX_DEPTH 4
+#define TREE_DEFAULT_FILES_PER_DIR_MAX 16383 /* the study's $RANDOM/2 */
+#define WALK_MAX_DEPTH SHAPE_MAX_LEVELS      /* >= RLAYOUT_MAX_DEPTH */
 
 struct tree_opts {
     struct common_opts c;
     struct shape shape;
     int order;
     int fsync;
+    int layout;
+    uint64_t files;               /* random layout */
+    uint64_t max_depth;
+    uint64_t files_per_dir_max;
+    struct filedata_size size;
+    uint64_t size_align;
+    int content;
 };
 
 struct tree_plan {
     const struct tree_opts *o;
+    int random_layout;
     int rootfd;
+    uint64_t files, dirs;     /* totals of the layout */
     uint64_t chunk;           /* files per work item */
-    uint64_t chunks_per_leaf;
+    uint64_t chunks_per_leaf; /* fixed layout */
     uint64_t items;
-    struct perm leaf_perm;
+    struct perm leaf_perm;    /* order of the leaves (fixed) or directories (random) */
     uint64_t file_key;
+    struct filedata data;
+    struct rlayout lay;       /* random layout */
+    uint64_t *item_start;     /* random layout: items before position p, ndirs + 1 entries */
     _Atomic uint64_t next_item;
 };
 
@@ -56,8 +81,13 @@ static int parse_shape(const char *val, void *dst, char *err, size_t errlen)
     return shape_parse(val, dst, err, errlen);
 }
 
-/* Split leaves into work items so that every thread has work. */
-static void plan_items(struct tree_plan *p, unsigned threads)
+static int parse_size(const char *val, void *dst, char *err, size_t errlen)
+{
+    return filedata_parse_size(val, dst, err, errlen);
+}
+
+/* Fixed layout: split leaves into work items so that every thread has work. */
+static void plan_items_fixed(struct tree_plan *p, unsigned threads)
 {
     const struct shape *sh = &p->o->shape;
     uint64_t f = sh->files_per_leaf;
@@ -75,11 +105,53 @@ static void plan_items(struct tree_plan *p, unsigned threads)
     p->items = sh->leaves * p->chunks_per_leaf;
 }
 
+/* Random layout: whole directories, or chunks of at least 64 files when
+ * there are fewer than 8 x threads directories. item_start follows the
+ * visit order of the directories. -1 when out of memory. */
+static int plan_items_random(struct tree_plan *p, unsigned threads, int random_order)
+{
+    const struct rlayout *l = &p->lay;
+    uint64_t biggest = 0;
+    for (uint64_t d = 0; d < l->ndirs; d++)
+        biggest = l->dirs[d].nfiles > biggest ? l->dirs[d].nfiles : biggest;
+    uint64_t want = (uint64_t)threads * 8;
+    p->chunk = biggest;
+    if (threads > 1 && l->ndirs < want) {
+        uint64_t chunk = (l->files + want - 1) / want;
+        if (chunk < 64)
+            chunk = 64;
+        p->chunk = chunk < biggest ? chunk : biggest;
+    }
+    p->item_start = malloc((l->ndirs + 1) * sizeof *p->item_start);
+    if (!p->item_start)
+        return -1;
+    p->item_start[0] = 0;
+    for (uint64_t pos = 0; pos < l->ndirs; pos++) {
+        uint64_t d = random_order ? perm_apply(&p->leaf_perm, pos) : pos;
+        p->item_start[pos + 1] = p->item_start[pos] + (l->dirs[d].nfiles + p->chunk - 1) / p->chunk;
+    }
+    p->items = p->item_start[l->ndirs];
+    return 0;
+}
+
+/* Random layout: the position whose items hold item (binary search). */
+static uint64_t item_position(const struct tree_plan *p, uint64_t item)
+{
+    uint64_t lo = 0, hi = p->lay.ndirs; /* item_start[lo] <= item < item_start[hi] */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (p->item_start[mid] <= item)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 struct walk {
-    unsigned depth;           /* directory levels */
     unsigned open_depth;      /* fds[0..open_depth) are valid */
-    int fds[SHAPE_MAX_LEVELS];
-    uint64_t cur[SHAPE_MAX_LEVELS];
+    int fds[WALK_MAX_DEPTH];
+    uint64_t cur[WALK_MAX_DEPTH];
 };
 
 static void walk_close(struct walk *w, unsigned keep)
@@ -88,44 +160,86 @@ static void walk_close(struct walk *w, unsigned keep)
         close(w->fds[--w->open_depth]);
 }
 
-static void fail_at(struct phase_thread *t, const struct shape *sh, const uint64_t *idx,
-                    unsigned depth, const char *file, int err)
+/* The path of the directory ids[0..depth) (as walked: per-level indices for
+ * the fixed layout, directory numbers for the random one), with file. */
+static void fail_at(struct phase_thread *t, const struct tree_plan *p, const uint64_t *ids, unsigned depth,
+                    const char *file, int err)
 {
     char where[PHASE_WHERE_MAX];
-    shape_path(sh, idx, depth, file, where, sizeof where);
+    if (!p->random_layout)
+        shape_path(&p->o->shape, ids, depth, file, where, sizeof where);
+    else if (depth)
+        rlayout_path(&p->lay, ids[depth - 1], file, where, sizeof where);
+    else
+        snprintf(where, sizeof where, "%s", file ? file : "");
     phase_fail(t, err, where);
 }
 
-/* Make and open the directories down to leaf idx. Returns the leaf fd or -1
- * after phase_fail. */
-static int walk_to(struct phase_thread *t, struct walk *w, const struct tree_plan *p,
-                   const uint64_t *idx)
+/* Make and open the directories ids[0..depth). Returns the fd of the last
+ * (the target fd for depth 0) or -1 after phase_fail. */
+static int walk_to(struct phase_thread *t, struct walk *w, const struct tree_plan *p, const uint64_t *ids,
+                   unsigned depth)
 {
-    const struct shape *sh = &p->o->shape;
     unsigned keep = 0;
-    while (keep < w->open_depth && w->cur[keep] == idx[keep])
+    while (keep < w->open_depth && keep < depth && w->cur[keep] == ids[keep])
         keep++;
     walk_close(w, keep);
     char name[SHAPE_NAME_MAX];
-    for (unsigned l = keep; l < w->depth; l++) {
+    for (unsigned l = keep; l < depth; l++) {
         int parent = l ? w->fds[l - 1] : p->rootfd;
-        shape_name(sh, l, idx[l], name);
+        if (p->random_layout)
+            rlayout_dir_name(&p->lay, ids[l], name);
+        else
+            shape_name(&p->o->shape, l, ids[l], name);
         if (mkdirat(parent, name, 0755) == 0)
             t->dirs++;
         else if (errno != EEXIST) {
-            fail_at(t, sh, idx, l + 1, NULL, errno);
+            fail_at(t, p, ids, l + 1, NULL, errno);
             return -1;
         }
         int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
-            fail_at(t, sh, idx, l + 1, NULL, errno);
+            fail_at(t, p, ids, l + 1, NULL, errno);
             return -1;
         }
         w->fds[l] = fd;
-        w->cur[l] = idx[l];
+        w->cur[l] = ids[l];
         w->open_depth = l + 1;
     }
-    return w->depth ? w->fds[w->depth - 1] : p->rootfd;
+    return depth ? w->fds[depth - 1] : p->rootfd;
+}
+
+/* Create file name (global index gi) in dfd and write its bytes. 0: done;
+ * 1: it already exists (--allow-existing); -errno: failed. t->ops counts
+ * the file as soon as it exists. */
+static inline int create_file(struct phase_thread *t, const struct tree_plan *p, int dfd, const char *name,
+                              uint64_t gi)
+{
+    const struct tree_opts *o = p->o;
+    int fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (__builtin_expect(fd < 0, 0)) {
+        int e = errno;
+        if (e == EEXIST && o->c.allow_existing)
+            return 1;
+        return -e;
+    }
+    t->ops++; /* the file exists from here on, whatever follows */
+    if (p->data.buf) {
+        uint64_t size = filedata_file_size(&p->data.size, p->data.size_key, gi);
+        int rc = filedata_write(&p->data, fd, gi, size, &t->bytes);
+        if (rc != 0) {
+            close(fd);
+            return rc;
+        }
+    }
+    if (o->fsync != FSYNC_NONE && fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (__builtin_expect(close(fd) != 0, 0))
+        return -errno;
+    return 0;
 }
 
 static void tree_worker(struct phase_thread *t, void *arg)
@@ -133,77 +247,78 @@ static void tree_worker(struct phase_thread *t, void *arg)
     struct tree_plan *p = arg;
     const struct tree_opts *o = p->o;
     const struct shape *sh = &o->shape;
+    const struct rlayout *lay = &p->lay;
     const int random_order = o->order == ORDER_RANDOM;
-    const int allow_existing = o->c.allow_existing;
-    const int fsync_file = o->fsync != FSYNC_NONE;
     const int fsync_dir = o->fsync == FSYNC_DIR;
-    const unsigned flevel = sh->nlevels - 1;
-    const int flags = O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC;
-    struct walk w = {.depth = sh->nlevels - 1};
-    uint64_t idx[SHAPE_MAX_LEVELS] = {0};
+    struct walk w = {0};
+    uint64_t ids[WALK_MAX_DEPTH] = {0};
     char name[SHAPE_NAME_MAX];
-    uint64_t ops = 0;
 
     while (!phase_stopping(t)) {
         uint64_t item = atomic_fetch_add_explicit(&p->next_item, 1, memory_order_relaxed);
         if (item >= p->items)
             break;
-        uint64_t lpos = item / p->chunks_per_leaf;
-        uint64_t chunk = item % p->chunks_per_leaf;
-        uint64_t leaf = random_order ? perm_apply(&p->leaf_perm, lpos) : lpos;
-        shape_leaf_indices(sh, leaf, idx);
-        int dfd = walk_to(t, &w, p, idx);
+        /* which directory, which chunk of it */
+        uint64_t dir, chunk, nfiles, first;
+        unsigned depth;
+        if (p->random_layout) {
+            uint64_t pos = item_position(p, item);
+            chunk = item - p->item_start[pos];
+            dir = random_order ? perm_apply(&p->leaf_perm, pos) : pos;
+            depth = rlayout_chain(lay, dir, ids);
+            nfiles = lay->dirs[dir].nfiles;
+            first = lay->dirs[dir].first_file;
+        } else {
+            uint64_t lpos = item / p->chunks_per_leaf;
+            chunk = item % p->chunks_per_leaf;
+            dir = random_order ? perm_apply(&p->leaf_perm, lpos) : lpos;
+            shape_leaf_indices(sh, dir, ids);
+            depth = sh->nlevels - 1;
+            nfiles = sh->files_per_leaf;
+            first = dir * nfiles;
+        }
+        int dfd = walk_to(t, &w, p, ids, depth);
         if (dfd < 0)
             break;
 
         struct perm fperm;
         if (random_order)
-            perm_init(&fperm, sh->files_per_leaf, mix64(p->file_key ^ mix64(leaf + 1)));
+            perm_init(&fperm, nfiles, mix64(p->file_key ^ mix64(dir + 1)));
         uint64_t begin = chunk * p->chunk;
         uint64_t end = begin + p->chunk;
-        if (end > sh->files_per_leaf)
-            end = sh->files_per_leaf;
+        if (end > nfiles)
+            end = nfiles;
 
         uint64_t t0 = now_ns();
         for (uint64_t j = begin; j < end; j++) {
             if (__builtin_expect(phase_stopping(t), 0))
                 goto out;
             uint64_t fi = random_order ? perm_apply(&fperm, j) : j;
-            shape_name(sh, flevel, fi, name);
-            int fd = openat(dfd, name, flags, 0644);
-            if (__builtin_expect(fd < 0, 0)) {
-                int e = errno;
-                if (e == EEXIST && allow_existing) {
+            if (p->random_layout)
+                rlayout_file_name(lay, fi, name);
+            else
+                shape_name(sh, sh->nlevels - 1, fi, name);
+            int rc = create_file(t, p, dfd, name, first + fi);
+            if (__builtin_expect(rc != 0, 0)) {
+                if (rc == 1) {
                     t->existing++;
                     t0 = now_ns();
                     continue;
                 }
-                fail_at(t, sh, idx, w.depth, name, e);
-                goto out;
-            }
-            ops++; /* the file exists from here on, whatever follows */
-            if (fsync_file && fsync(fd) != 0) {
-                int e = errno;
-                close(fd);
-                fail_at(t, sh, idx, w.depth, name, e);
-                goto out;
-            }
-            if (__builtin_expect(close(fd) != 0, 0)) {
-                fail_at(t, sh, idx, w.depth, name, errno);
+                fail_at(t, p, ids, depth, name, -rc);
                 goto out;
             }
             uint64_t t1 = now_ns();
             hist_record(&t->hist, t1 - t0);
             t0 = t1;
-            phase_publish(t, ops);
+            phase_publish_counts(t);
         }
         if (fsync_dir && fsync(dfd) != 0) {
-            fail_at(t, sh, idx, w.depth, NULL, errno);
+            fail_at(t, p, ids, depth, NULL, errno);
             goto out;
         }
     }
 out:
-    t->ops = ops;
     walk_close(&w, 0);
 }
 
@@ -215,16 +330,23 @@ static void write_params(struct json *j, const void *arg)
     json_key(j, "dir");
     json_str(j, o->c.dir);
     json_key(j, "shape");
-    json_arr_begin(j);
-    for (unsigned l = 0; l < o->shape.nlevels; l++)
-        json_u64(j, o->shape.fan[l]);
-    json_arr_end(j);
+    if (p->random_layout) {
+        json_null(j);
+    } else {
+        json_arr_begin(j);
+        for (unsigned l = 0; l < o->shape.nlevels; l++)
+            json_u64(j, o->shape.fan[l]);
+        json_arr_end(j);
+    }
     json_key(j, "files");
-    json_u64(j, o->shape.files);
+    json_u64(j, p->files);
     json_key(j, "dirs");
-    json_u64(j, o->shape.dirs);
+    json_u64(j, p->dirs);
     json_key(j, "leaf_dirs");
-    json_u64(j, o->shape.nlevels > 1 ? o->shape.leaves : 0);
+    if (p->random_layout)
+        json_u64(j, p->lay.leaf_dirs);
+    else
+        json_u64(j, o->shape.nlevels > 1 ? o->shape.leaves : 0);
     json_key(j, "threads");
     json_u64(j, o->c.threads);
     json_key(j, "order");
@@ -239,27 +361,119 @@ static void write_params(struct json *j, const void *arg)
     json_double(j, o->c.interval_s);
     json_key(j, "files_per_work_item");
     json_u64(j, p->chunk);
+    json_key(j, "layout");
+    json_str(j, layout_names[o->layout]);
+    json_key(j, "depth");
+    json_u64(j, p->random_layout ? p->lay.depth : o->shape.nlevels - 1);
+    json_key(j, "max_depth");
+    if (p->random_layout)
+        json_u64(j, o->max_depth);
+    else
+        json_null(j);
+    json_key(j, "files_per_dir_max");
+    if (p->random_layout)
+        json_u64(j, o->files_per_dir_max);
+    else
+        json_null(j);
+    json_key(j, "size_min");
+    json_u64(j, filedata_size_min(&o->size));
+    json_key(j, "size_max");
+    json_u64(j, filedata_size_max(&o->size));
+    json_key(j, "size_align");
+    json_u64(j, o->size.align);
+    json_key(j, "content");
+    json_str(j, filedata_content_names[o->content]);
     json_obj_end(j);
+}
+
+/* Checks across options after parsing. Returns 0 or -1 after a one-line
+ * message (exit 2). */
+static int check_options(struct tree_opts *o, const struct opt_spec *shape, const struct opt_spec *files,
+                         const struct opt_spec *max_depth, const struct opt_spec *fpd_max)
+{
+    char err[CLI_ERR_MAX];
+    if (o->layout == LAYOUT_FIXED) {
+        if (!shape->seen) {
+            cli_error("--shape: required argument missing");
+            return -1;
+        }
+        const struct opt_spec *random_only[] = {files, max_depth, fpd_max};
+        for (size_t k = 0; k < 3; k++) {
+            if (random_only[k]->seen) {
+                cli_error("%s: only with --layout random", random_only[k]->name);
+                return -1;
+            }
+        }
+    } else {
+        if (shape->seen) {
+            cli_error("--shape: not with --layout random (give --files)");
+            return -1;
+        }
+        if (!files->seen) {
+            cli_error("--files: required with --layout random");
+            return -1;
+        }
+        uint64_t expect = rlayout_expected_dirs(o->files, o->files_per_dir_max);
+        if (expect > RLAYOUT_MAX_DIRS) {
+            cli_error("--files-per-dir-max: %llu files with at most %llu per directory make about %llu "
+                      "directories; at most %llu are supported",
+                      (unsigned long long)o->files, (unsigned long long)o->files_per_dir_max,
+                      (unsigned long long)expect, (unsigned long long)RLAYOUT_MAX_DIRS);
+            return -1;
+        }
+    }
+    if (filedata_size_align(&o->size, o->size_align, err, sizeof err) != 0) {
+        cli_error("--size-align: %s", err);
+        return -1;
+    }
+    return 0;
 }
 
 int tree_main(int argc, char **argv)
 {
     static struct tree_opts o; /* static: struct shape is a few hundred bytes */
     memset(&o, 0, sizeof o);
-    struct opt_spec specs[COMMON_NSPECS + 4];
+    o.max_depth = TREE_DEFAULT_MAX_DEPTH;
+    o.files_per_dir_max = TREE_DEFAULT_FILES_PER_DIR_MAX;
+    o.size = (struct filedata_size){.align = 1, .n = 1}; /* empty files */
+    o.size_align = 1;
+    struct opt_spec specs[COMMON_NSPECS + 11];
     memset(specs, 0, sizeof specs);
     common_specs(specs, &o.c);
-    specs[COMMON_NSPECS + 0] = (struct opt_spec){
-        .name = "--shape", .type = OPT_CUSTOM, .dst = &o.shape, .required = 1, .parse = parse_shape};
-    specs[COMMON_NSPECS + 1] = (struct opt_spec){
-        .name = "--order", .type = OPT_ENUM, .dst = &o.order, .choices = order_names};
-    specs[COMMON_NSPECS + 2] = (struct opt_spec){
-        .name = "--fsync", .type = OPT_ENUM, .dst = &o.fsync, .choices = fsync_names};
+    unsigned n = COMMON_NSPECS;
+    struct opt_spec *shape_spec = &specs[n];
+    specs[n++] = (struct opt_spec){.name = "--shape", .type = OPT_CUSTOM, .dst = &o.shape, .parse = parse_shape};
+    specs[n++] = (struct opt_spec){.name = "--order", .type = OPT_ENUM, .dst = &o.order, .choices = order_names};
+    specs[n++] = (struct opt_spec){.name = "--fsync", .type = OPT_ENUM, .dst = &o.fsync, .choices = fsync_names};
+    specs[n++] = (struct opt_spec){
+        .name = "--layout", .type = OPT_ENUM, .dst = &o.layout, .choices = layout_names};
+    struct opt_spec *files_spec = &specs[n];
+    specs[n++] = (struct opt_spec){
+        .name = "--files", .type = OPT_U64, .dst = &o.files, .min = 1, .max = RLAYOUT_MAX_FILES};
+    struct opt_spec *depth_spec = &specs[n];
+    specs[n++] = (struct opt_spec){
+        .name = "--max-depth", .type = OPT_U64, .dst = &o.max_depth, .min = 1, .max = RLAYOUT_MAX_DEPTH};
+    struct opt_spec *fpd_spec = &specs[n];
+    specs[n++] = (struct opt_spec){.name = "--files-per-dir-max",
+                                   .type = OPT_U64,
+                                   .dst = &o.files_per_dir_max,
+                                   .min = 1,
+                                   .max = RLAYOUT_MAX_FILES_PER_DIR};
+    specs[n++] = (struct opt_spec){.name = "--size", .type = OPT_CUSTOM, .dst = &o.size, .parse = parse_size};
+    specs[n++] = (struct opt_spec){
+        .name = "--size-align", .type = OPT_SIZE, .dst = &o.size_align, .min = 1, .max = FILEDATA_MAX_SIZE};
+    specs[n++] = (struct opt_spec){
+        .name = "--content", .type = OPT_ENUM, .dst = &o.content, .choices = filedata_content_names};
     char err[CLI_ERR_MAX];
     if (cli_parse(argc, argv, specs, err, sizeof err) != 0) {
         cli_error("%s", err);
         return EXIT_USAGE;
     }
+    if (check_options(&o, shape_spec, files_spec, depth_spec, fpd_spec) != 0)
+        return EXIT_USAGE;
+    /* each thread keeps one fd per directory level and one file open */
+    uint64_t levels = o.layout == LAYOUT_RANDOM ? o.max_depth : o.shape.nlevels, limit;
+    (void)common_ensure_nofile(o.c.threads * (levels + 1) + 64, &limit);
     if (signals_install() != 0) {
         cli_error("cannot install signal handlers: %s", strerror(errno));
         return EXIT_FAILED;
@@ -271,11 +485,28 @@ int tree_main(int argc, char **argv)
     static struct tree_plan plan;
     memset(&plan, 0, sizeof plan);
     plan.o = &o;
+    plan.random_layout = o.layout == LAYOUT_RANDOM;
     plan.rootfd = rootfd;
-    plan_items(&plan, (unsigned)o.c.threads);
     uint64_t st = o.c.seed;
-    perm_init(&plan.leaf_perm, o.shape.leaves, splitmix64(&st));
+    uint64_t order_key = splitmix64(&st);
     plan.file_key = splitmix64(&st);
+    uint64_t data_seed = splitmix64(&st);
+    uint64_t layout_seed = splitmix64(&st);
+    int oom = filedata_init(&plan.data, &o.size, o.content, data_seed) != 0;
+    if (!oom && plan.random_layout) {
+        oom = rlayout_build(&plan.lay, o.files, (unsigned)o.max_depth, o.files_per_dir_max, layout_seed) != 0;
+        if (!oom) {
+            plan.files = plan.lay.files;
+            plan.dirs = plan.lay.ndirs;
+            perm_init(&plan.leaf_perm, plan.lay.ndirs, order_key);
+            oom = plan_items_random(&plan, (unsigned)o.c.threads, o.order == ORDER_RANDOM) != 0;
+        }
+    } else if (!oom) {
+        plan.files = o.shape.files;
+        plan.dirs = o.shape.dirs;
+        perm_init(&plan.leaf_perm, o.shape.leaves, order_key);
+        plan_items_fixed(&plan, (unsigned)o.c.threads);
+    }
     atomic_init(&plan.next_item, 0);
 
     struct phase_opts po = {
@@ -284,12 +515,16 @@ int tree_main(int argc, char **argv)
         .threads = (unsigned)o.c.threads,
         .interval_s = o.c.interval_s,
         .progress = o.c.progress,
-        .expected_ops = o.shape.files,
+        .expected_ops = plan.files,
+        .with_bytes = filedata_size_max(&o.size) > 0,
     };
     struct phase_result res;
-    if (phase_run(&res, &po, tree_worker, &plan) != 0 && !res.lat) {
+    if (oom || (phase_run(&res, &po, tree_worker, &plan) != 0 && !res.lat)) {
         cli_error("out of memory");
         close(rootfd);
+        filedata_free(&plan.data);
+        rlayout_free(&plan.lay);
+        free(plan.item_start);
         return EXIT_FAILED;
     }
     close(rootfd);
@@ -303,5 +538,8 @@ int tree_main(int argc, char **argv)
     };
     int code = report_finish(&rep, o.c.out);
     phase_result_free(&res);
+    filedata_free(&plan.data);
+    rlayout_free(&plan.lay);
+    free(plan.item_start);
     return code;
 }

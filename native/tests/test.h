@@ -52,6 +52,8 @@ void test_int_meta_missing_file_exit1(void);
 void test_int_new_workloads_bad_args_exit2(void);
 void test_int_seqio_write_read(void);
 void test_int_randio_counts(void);
+void test_int_tree_random_layout(void);
+void test_int_tree_new_bad_args_exit2(void);
 /* test_meta.c */
 void test_cli_size(void);
 void test_meta_phases_parse(void);
@@ -59,5 +61,12 @@ void test_meta_size_parse(void);
 void test_meta_layout(void);
 void test_meta_order_visits_all_once(void);
 void test_meta_file_sizes(void);
+/* test_tree.c */
+void test_rlayout_build(void);
+void test_rlayout_deterministic(void);
+void test_rlayout_names(void);
+void test_filedata_size_parse(void);
+void test_filedata_sizes(void);
+void test_filedata_content(void);
 
 #endif

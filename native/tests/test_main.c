@@ -28,6 +28,12 @@ static const struct test tests[] = {
     T(test_meta_layout),
     T(test_meta_order_visits_all_once),
     T(test_meta_file_sizes),
+    T(test_rlayout_build),
+    T(test_rlayout_deterministic),
+    T(test_rlayout_names),
+    T(test_filedata_size_parse),
+    T(test_filedata_sizes),
+    T(test_filedata_content),
     T(test_json_escape),
     T(test_json_structure),
     T(test_int_version),
@@ -43,6 +49,8 @@ static const struct test tests[] = {
     T(test_int_new_workloads_bad_args_exit2),
     T(test_int_seqio_write_read),
     T(test_int_randio_counts),
+    T(test_int_tree_random_layout),
+    T(test_int_tree_new_bad_args_exit2),
 };
 
 int main(int argc, char **argv)
