@@ -7,8 +7,10 @@ Root-needing tests are skipped without root. The state checks below read
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -88,18 +90,34 @@ def loops_under(path: Path) -> dict[str, str]:
     return out
 
 
+def shm_dir(scratch: Path) -> Path:
+    """Where the external log images of `scratch` live (the documented naming)."""
+    return Path("/dev/shm") / f"boatload-{hashlib.sha256(str(scratch).encode()).hexdigest()[:16]}"
+
+
 def leftovers(scratch: Path) -> dict:
     """Everything provisioning may leave behind; {} means clean."""
     found = {}
     if m := mounts_under(scratch):
         found["mounts"] = m
-    if IS_ROOT and (lo := loops_under(scratch)):
+    if IS_ROOT and (lo := {**loops_under(scratch), **loops_under(shm_dir(scratch))}):
         found["loops"] = lo
     for sub in ("images", "mnt", "dirs"):
         d = scratch / sub
         if d.is_dir() and (names := sorted(os.listdir(d))):
             found[sub] = names
+    if shm_dir(scratch).exists():
+        found["shm"] = sorted(os.listdir(shm_dir(scratch))) or ["(empty directory)"]
     return found
+
+
+def write_cache(device: str) -> str:
+    return Path(f"/sys/block/{Path(device).name}/queue/write_cache").read_text().strip()
+
+
+def flushes(device: str) -> int:
+    """Flush requests the block device completed (field 16 of /sys/block/<dev>/stat)."""
+    return int(Path(f"/sys/block/{Path(device).name}/stat").read_text().split()[15])
 
 
 def wait_clean(scratch: Path, timeout: float = 5.0) -> dict:
@@ -136,6 +154,20 @@ def wait_clean(scratch: Path, timeout: float = 5.0) -> dict:
         ("x", ["ext4"], "targets.x", "expected a mapping"),
         ("a/b", {"kind": "dir"}, "targets.a/b", "target name"),
         ("x", {"name": "y", "kind": "dir"}, "targets.x.name", "does not match"),
+        ("x", {"fs": "ext4", "write_cache": "none"}, "targets.x.write_cache", "'none'"),
+        ("x", {"fs": "ext4", "write_cache": True}, "targets.x.write_cache", "write through"),
+        ("x", {"fs": "tmpfs", "write_cache": "write through"}, "targets.x.write_cache", "only loop targets"),
+        ("x", {"kind": "dir", "write_cache": "write back"}, "targets.x.write_cache", "only loop targets"),
+        ("x", {"fs": "btrfs", "log": {"size_mb": 64}}, "targets.x.log", "xfs or ext4"),
+        ("x", {"fs": "ext3", "log": {"size_mb": 64}}, "targets.x.log", "xfs or ext4"),
+        ("x", {"fs": "tmpfs", "log": {"size_mb": 64}}, "targets.x.log", "not tmpfs tmpfs"),
+        ("x", {"fs": "xfs", "log": 128}, "targets.x.log", "{size_mb: N}"),
+        ("x", {"fs": "xfs", "log": {}}, "targets.x.log.size_mb", "missing"),
+        ("x", {"fs": "xfs", "log": {"size_mb": 64, "dev": "/dev/sda"}}, "targets.x.log.dev", "unknown field"),
+        ("x", {"fs": "xfs", "log": {"size_mb": "big"}}, "targets.x.log.size_mb", "positive integer"),
+        ("x", {"fs": "xfs", "log": {"size_mb": 32}}, "targets.x.log.size_mb", "64 to 2038 MB, got 32"),
+        ("x", {"fs": "ext4", "log": {"size_mb": 4}}, "targets.x.log.size_mb", "8 to"),
+        ("x", {"fs": "ext4", "log": {"size_mb": 16}, "mkfs_options": ["-b", "1024"]}, "targets.x.mkfs_options", "block size is 4096"),
     ],
 )
 def test_parse_errors_name_the_field(name, mapping, field, words):
@@ -153,6 +185,12 @@ def test_parse_defaults_and_round_trip():
     d = s.to_dict()
     assert json.loads(json.dumps(d)) == d
     assert parse_target(d["name"], d) == s
+    assert "write_cache" not in d and "log" not in d  # absent unless set: old provenance unchanged
+    j = parse_target("j", {"fs": "xfs", "size_mb": 1024, "write_cache": "write through", "log": {"size_mb": 128}})
+    assert (j.write_cache, j.log_size_mb) == ("write through", 128)
+    dj = j.to_dict()
+    assert dj["write_cache"] == "write through" and dj["log"] == {"size_mb": 128}
+    assert parse_target(dj["name"], dj) == j
     assert parse_target("t", {"kind": "tmpfs"}) == TargetSpec("t", "tmpfs", "tmpfs")
     assert parse_target("d", {"fs": "dir"}) == TargetSpec("d", "dir", "dir")
     assert needs_root(parse_target("t", {"kind": "tmpfs"}))
@@ -267,6 +305,128 @@ def test_provision_real_fs(fs, scratch):
 
 
 @root
+def test_xfs_external_log(scratch):
+    spec = spec_for("xfs", log={"size_mb": 64}, mount_options=["noatime"])
+    with provision(spec, scratch) as t:
+        p = t.provenance
+        data, log = p["loop_device"], p["log_device"]
+        assert log.startswith("/dev/loop") and log != data
+        assert Path(p["log_image"]).parent == shm_dir(scratch)
+        assert p["log_size_bytes"] == 64 * 1024 * 1024 and p["log_backing_fs"] == "tmpfs"
+        assert loops_under(scratch) == {data: p["image"]} and loops_under(shm_dir(scratch)) == {log: p["log_image"]}
+        assert f"logdev={log},size=64m" in p["mkfs_command"]
+        # the kernel's view: mounted with the external log
+        line = next(x for x in Path("/proc/self/mountinfo").read_text().splitlines() if f" {t.path} " in x)
+        assert f"logdev={log}" in line and "noatime" in line
+        if shutil.which("xfs_info") or Path("/usr/sbin/xfs_info").exists():
+            info = subprocess.run([shutil.which("xfs_info") or "/usr/sbin/xfs_info", str(t.path)],
+                                  capture_output=True, text=True, check=True).stdout
+            log_line = next(x for x in info.splitlines() if x.startswith("log"))
+            assert log in log_line and "internal" not in log_line, info
+        for i in range(100):
+            (t.path / f"f{i}").write_bytes(b"x" * 1000)
+        os.sync()
+        assert len(os.listdir(t.path)) == 100
+        json.dumps(p)
+    assert leftovers(scratch) == {}
+    assert not shm_dir(scratch).exists()
+    assert cleanup(scratch) == []
+    assert all(r.released for r in Ledger(scratch).resources().values())
+
+
+@root
+def test_ext4_external_journal(scratch):
+    spec = spec_for("ext4", log={"size_mb": 16}, mkfs_options=["-E", "lazy_itable_init=0"])
+    with provision(spec, scratch) as t:
+        p = t.provenance
+        data, log = p["loop_device"], p["log_device"]
+        assert p["log_mkfs_command"][-1] == log and "journal_dev" in p["log_mkfs_command"]
+        assert f"device={log}" in p["mkfs_command"] and p["mkfs_command"][-1] == data
+        dumpe2fs = shutil.which("dumpe2fs") or "/usr/sbin/dumpe2fs"
+        head = subprocess.run([dumpe2fs, "-h", data], capture_output=True, text=True, check=True).stdout
+        rdev = os.stat(log).st_rdev
+        assert "Journal device:" in head
+        jdev = next(x for x in head.splitlines() if x.startswith("Journal device:")).split()[-1]
+        assert int(jdev, 16) == (os.major(rdev) << 8 | os.minor(rdev))  # the journal is our log device
+        assert "has_journal" in head
+        jhead = subprocess.run([dumpe2fs, "-h", log], capture_output=True, text=True).stdout
+        assert "journal_dev" in jhead
+        (t.path / "f").write_text("x" * 5000)
+        with open(t.path / "f", "rb+") as f:
+            os.fsync(f.fileno())
+        assert mounts_under(scratch) == {str(t.path): "ext4"}
+    assert leftovers(scratch) == {}
+    assert not shm_dir(scratch).exists()
+    assert cleanup(scratch) == []
+
+
+def _fsync_files(path: Path, n: int = 5) -> None:
+    for i in range(n):
+        with open(path / f"sync{i}", "wb") as f:
+            f.write(b"y" * 4096)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+@root
+def test_write_cache_through_drops_flushes(scratch):
+    """ "write through" reads back from sysfs and no flush reaches the device;
+    the default is "write back", where fsync does send flushes."""
+    with provision(spec_for("ext4", write_cache="write through"), scratch) as t:
+        dev = t.provenance["loop_device"]
+        assert write_cache(dev) == "write through" == t.provenance["loop_write_cache"]
+        before = flushes(dev)
+        _fsync_files(t.path)
+        assert flushes(dev) == before
+    with provision(spec_for("ext4"), scratch) as t:
+        dev = t.provenance["loop_device"]
+        assert write_cache(dev) == "write back" == t.provenance["loop_write_cache"]
+        before = flushes(dev)
+        _fsync_files(t.path)
+        assert flushes(dev) >= before + 5
+    assert leftovers(scratch) == {}
+
+
+@root
+def test_write_cache_is_restored_and_applies_to_the_log(scratch):
+    spec = spec_for("xfs", write_cache="write through", log={"size_mb": 64})
+    with provision(spec, scratch) as t:
+        p = t.provenance
+        devs = (p["loop_device"], p["log_device"])
+        assert [write_cache(d) for d in devs] == ["write through"] * 2
+        assert p["log_write_cache"] == "write through"
+    # the kernel keeps the setting on a detached loop device: teardown put back what it found
+    before = {r.facts["device"]: r.facts.get("write_cache_before")
+              for r in Ledger(scratch).resources().values() if r.kind == "loop"}
+    assert set(before) == set(devs)
+    for dev, value in before.items():
+        if value and not Path(f"/sys/block/{Path(dev).name}/loop/backing_file").exists():  # nobody took it since
+            assert write_cache(dev) == value
+    assert leftovers(scratch) == {}
+
+
+@root
+def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch):
+    real_write, real_read = targets._write_sys, targets._read_sys
+
+    def refuse(path, value):
+        if Path(path).name == "write_cache":
+            raise OSError(22, "Invalid argument")
+        return real_write(path, value)
+
+    def read(path):  # whatever a loop device was left at, it now needs changing
+        return "write back" if Path(path).name == "write_cache" else real_read(path)
+
+    monkeypatch.setattr(targets, "_write_sys", refuse)
+    monkeypatch.setattr(targets, "_read_sys", read)
+    with pytest.raises(TargetError) as e:
+        with provision(spec_for("ext4", write_cache="write through"), scratch):
+            pass
+    assert str(e.value).startswith("targets.ext4.write_cache: the kernel refused 'write through' for /dev/loop")
+    assert leftovers(scratch) == {}
+
+
+@root
 @pytest.mark.parametrize("fs", ["tmpfs", "ext4"])
 def test_exception_inside_block_tears_down(fs, scratch):
     with pytest.raises(ZeroDivisionError):
@@ -314,10 +474,10 @@ CHILD = textwrap.dedent(
 )
 
 
-def start_child(scratch: Path, **kw) -> subprocess.Popen:
+def start_child(scratch: Path, code: str = CHILD, **kw) -> subprocess.Popen:
     env = dict(os.environ, PYTHONPATH=str(SRC))
     p = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(scratch)],
+        [sys.executable, "-c", code, str(scratch)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kw,
     )
     line = p.stdout.readline()
@@ -352,6 +512,36 @@ def test_sigkill_leftovers_are_cleaned_up(scratch):
     assert any(line.startswith("detached loop device") for line in lines)
     assert any(line.startswith("deleted image") for line in lines)
     assert any(line.startswith("removed mount point") for line in lines)
+    assert leftovers(scratch) == {}
+    assert cleanup(scratch) == []
+    assert all(r.released for r in Ledger(scratch).resources().values())
+
+
+@root
+@pytest.mark.parametrize("ledger", ["kept", "damaged"])
+def test_sigkill_leftover_log_and_write_cache_are_cleaned_up(ledger, scratch):
+    code = CHILD.replace(
+        '{"fs": "ext4", "size_mb": 64}', '{"fs": "ext4", "size_mb": 64, "log": {"size_mb": 16}, "write_cache": "write through"}'
+    )
+    p = start_child(scratch, code)
+    p.kill()
+    p.wait(timeout=30)
+    left = leftovers(scratch)
+    assert left["shm"] and len(left["loops"]) == 2, left
+    devs = {r.facts["device"]: r.facts.get("write_cache_before") for r in Ledger(scratch).resources().values()
+            if r.kind == "loop"}
+    assert len(devs) == 2 and all(write_cache(d) == "write through" for d in devs)
+    if ledger == "damaged":
+        (scratch / "ledger.jsonl").write_text("garbage\n{not json\n")
+    lines = cleanup(scratch)
+    assert sum(line.startswith("detached loop device") for line in lines) == 2, lines
+    assert sum(line.startswith("deleted image") for line in lines) == 2, lines
+    assert any(line == f"removed {shm_dir(scratch)}" for line in lines), lines
+    restored = [line for line in lines if line.startswith("set the write cache")]
+    assert len(restored) == 2, lines  # to what the ledger says was there, else the driver's "write back"
+    for dev, before in devs.items():
+        if not Path(f"/sys/block/{Path(dev).name}/loop/backing_file").exists():  # nobody took it since
+            assert write_cache(dev) == (before if ledger == "kept" and before else "write back")
     assert leftovers(scratch) == {}
     assert cleanup(scratch) == []
     assert all(r.released for r in Ledger(scratch).resources().values())
@@ -448,8 +638,6 @@ def nobody_scratch():
     os.chmod(base, 0o755)
     os.chown(base, NOBODY, NOBODY)
     yield base / "scratch"
-    import shutil
-
     shutil.rmtree(base)
 
 

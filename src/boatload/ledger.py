@@ -2,7 +2,7 @@
 
 `<scratch>/ledger.jsonl` holds one JSON object per line:
 
-    {"op": "create",  "id": "…", "kind": "image|loop|mount|dir", "path": "…",
+    {"op": "create",  "id": "…", "kind": "image|loop|mount|dir|cgroup|swap", "path": "…",
      "pid": 123, "pid_start": "…", "time": 1700000000.0}
     {"op": "note",    "id": "…", <more facts: inode, dev, device, …>}
     {"op": "release", "id": "…", "pid": 456, "time": …, "by": "teardown|cleanup"}
@@ -13,9 +13,13 @@ under an exclusive flock, followed by fsync. Lines that do not parse (a
 damaged file) are skipped when reading; `boatload.targets.cleanup` also scans
 the system, so it does not depend on the ledger alone.
 
-`path` is what identifies the resource: the image file for "image", the
-image file backing the loop device for "loop", the mount point for "mount",
-the directory for "dir".
+`path` is what identifies the resource: the image file for "image" (under
+`<scratch>/images/`, or an external log's image under
+`/dev/shm/boatload-<hash>/`), the image file backing the loop device for
+"loop", the mount point for "mount", the directory for "dir", the cgroup
+directory of a memory limit for "cgroup" (e.g.
+`/sys/fs/cgroup/memory/boatload-<pid>-<rand>`), the swap file for "swap"
+(under `<scratch>/swap/`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pathlib import Path
 
 __all__ = ["Ledger", "Resource", "KINDS", "pid_start", "pid_alive"]
 
-KINDS = ("image", "loop", "mount", "dir")
+KINDS = ("image", "loop", "mount", "dir", "cgroup", "swap")
 LEDGER_NAME = "ledger.jsonl"
 
 

@@ -9,6 +9,23 @@ size_mb: 1024, mkfs_options: [...], mount_options: [...]}}`):
   mkfs (ext2, ext3, ext4, xfs, btrfs), mounted with `mount -t <fs>`
 * kind "dir":   a fresh plain directory under `<scratch>/dirs/`; no root needed
 
+Loop targets take two more options:
+
+* `write_cache: "write back" | "write through"`, written to the loop device's
+  `/sys/block/loopN/queue/write_cache` before mkfs. With "write through" the
+  block layer drops cache flushes (REQ_PREFLUSH/FUA) before they reach the
+  device, which stands in for XFS's removed `nobarrier`. The kernel keeps the
+  setting on the loop device after it is detached, so teardown (and cleanup)
+  put back the value found. Without the option the device is set to "write
+  back", the loop driver's own default, so that a setting left behind by
+  anyone else cannot leak into a run.
+* `log: {size_mb: N}` (xfs and ext4 only): an external XFS log or ext4 journal
+  on a second image in `/dev/shm/boatload-<hash of scratch>/` (a tmpfs: a fast
+  device), attached to its own loop device. xfs: `mkfs.xfs -l
+  logdev=<loop>,size=<N>m` and `mount -o logdev=<loop>`; ext4: `mkfs.ext4 -O
+  journal_dev -b 4096 <loop>`, then `mkfs.ext4 -b 4096 -J device=<loop>`;
+  ext4 finds its journal again by device number, so the mount needs no option.
+
 `provision(spec, scratch)` is a context manager yielding a `Provisioned`
 (the directory to run in, plus provenance). Teardown runs in reverse order on
 success, exception, KeyboardInterrupt and SIGTERM/SIGHUP, and one failing step
@@ -27,6 +44,8 @@ Sizes are in MiB (`size_mb: 1024` is a 1 GiB image / tmpfs).
 from __future__ import annotations
 
 import ctypes
+import errno
+import hashlib
 import json
 import os
 import re
@@ -77,7 +96,16 @@ KINDS = ("tmpfs", "loop", "dir")
 LOOP_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
 FS_BY_KIND = {"tmpfs": ("tmpfs",), "loop": LOOP_FS, "dir": ("dir",)}
 FILESYSTEMS = ("tmpfs", *LOOP_FS, "dir")
-FIELDS = ("kind", "fs", "size_mb", "mkfs_options", "mount_options")
+FIELDS = ("kind", "fs", "size_mb", "mkfs_options", "mount_options", "write_cache", "log")
+WRITE_CACHE = ("write back", "write through")
+LOG_FS = ("xfs", "ext4")  # file systems that take an external log / journal here
+# external log sizes: mkfs.xfs (xfsprogs >= 5.19) wants at least 64 MB and at most
+# 2038 MB (XFS_MAX_LOG_BYTES); an ext4 journal device at least 1024 4k blocks
+MIN_LOG_MB = {"xfs": 64, "ext4": 8}
+MAX_LOG_MB = {"xfs": 2038, "ext4": 100 * 1024}
+EXT_JOURNAL_BLOCK_SIZE = "4096"  # data and journal device must have the same block size
+SHM = Path("/dev/shm")
+MiB = 1024 * 1024
 DEFAULT_SIZE_MB = 1024
 # smallest sizes the mkfs tools accept (xfsprogs >= 5.19 refuses < 300 MB)
 MIN_SIZE_MB = {"tmpfs": 1, "ext2": 8, "ext3": 8, "ext4": 8, "xfs": 300, "btrfs": 128}
@@ -103,10 +131,15 @@ class TargetSpec:
     size_mb: int = DEFAULT_SIZE_MB
     mkfs_options: tuple[str, ...] = ()
     mount_options: tuple[str, ...] = ()
+    write_cache: str | None = None  # "write back" | "write through"; None: "write back"
+    log_size_mb: int | None = None  # external log / journal on /dev/shm
 
     def to_dict(self) -> dict:
-        """Plain data (lists, not tuples); `parse_target(d["name"], d)` gives the spec back."""
-        return {
+        """Plain data (lists, not tuples); `parse_target(d["name"], d)` gives the spec back.
+
+        `write_cache` and `log` appear only when set, so specs without them
+        look as they always did."""
+        d = {
             "name": self.name,
             "kind": self.kind,
             "fs": self.fs,
@@ -114,6 +147,11 @@ class TargetSpec:
             "mkfs_options": list(self.mkfs_options),
             "mount_options": list(self.mount_options),
         }
+        if self.write_cache is not None:
+            d["write_cache"] = self.write_cache
+        if self.log_size_mb is not None:
+            d["log"] = {"size_mb": self.log_size_mb}
+        return d
 
 
 def _options(where: str, value, *, mount: bool) -> tuple[str, ...]:
@@ -206,7 +244,55 @@ def parse_target(name: str, mapping: dict) -> TargetSpec:
         for i, opt in enumerate(mount_options):
             if opt.split("=", 1)[0] == "size":
                 raise TargetError(f"{where}.mount_options[{i}]: set the size with size_mb, not {opt!r}")
-    return TargetSpec(name, kind, fs, size_mb, mkfs_options, mount_options)
+
+    write_cache = mapping.get("write_cache")
+    if write_cache is not None:
+        if write_cache not in WRITE_CACHE:
+            raise TargetError(f"{where}.write_cache: expected \"write back\" or \"write through\", got {write_cache!r}")
+        if kind != "loop":
+            raise TargetError(f"{where}.write_cache: only loop targets have a write cache to set, not kind {kind!r}")
+
+    log_size_mb = None
+    log = mapping.get("log")
+    if log is not None:
+        if not isinstance(log, dict):
+            raise TargetError(f"{where}.log: expected a mapping {{size_mb: N}}, got {log!r}")
+        for key in log:
+            if key != "size_mb":
+                raise TargetError(f"{where}.log.{key}: unknown field (expected size_mb)")
+        if kind != "loop" or fs not in LOG_FS:
+            raise TargetError(
+                f"{where}.log: an external log is supported for loop targets of fs {' or '.join(LOG_FS)}, "
+                f"not {kind} {fs}"
+            )
+        if "size_mb" not in log:
+            raise TargetError(f"{where}.log.size_mb: missing (the size of the log image in MB)")
+        log_size_mb = log["size_mb"]
+        if type(log_size_mb) is not int or log_size_mb <= 0:
+            raise TargetError(f"{where}.log.size_mb: expected a positive integer, got {log_size_mb!r}")
+        if not MIN_LOG_MB[fs] <= log_size_mb <= MAX_LOG_MB[fs]:
+            raise TargetError(
+                f"{where}.log.size_mb: an external {fs} log takes {MIN_LOG_MB[fs]} to {MAX_LOG_MB[fs]} MB, got {log_size_mb}"
+            )
+        if fs == "ext4":
+            bs = _option_value(mkfs_options, "-b")
+            if bs is not None and bs != EXT_JOURNAL_BLOCK_SIZE:
+                raise TargetError(
+                    f"{where}.mkfs_options: with an external journal the block size is {EXT_JOURNAL_BLOCK_SIZE} "
+                    f"(the journal device's), got -b {bs}"
+                )
+    return TargetSpec(name, kind, fs, size_mb, mkfs_options, mount_options, write_cache, log_size_mb)
+
+
+def _option_value(options: tuple[str, ...], flag: str) -> str | None:
+    """The value of a short option in an argv-like tuple ("-b 4096" or "-b4096"); the last one wins."""
+    value = None
+    for i, o in enumerate(options):
+        if o == flag and i + 1 < len(options):
+            value = options[i + 1]
+        elif o.startswith(flag) and len(o) > len(flag) and not o.startswith("--"):
+            value = o[len(flag):]
+    return value
 
 
 def needs_root(spec: TargetSpec) -> bool:
@@ -297,6 +383,7 @@ class MountEntry:
     source: str
     mount_options: str  # per-mount (field 6)
     super_options: str  # per-superblock (after the separator)
+    root: str = "/"  # the directory of the file system shown at the mount point (field 4)
 
     @property
     def options(self) -> list[str]:
@@ -322,6 +409,7 @@ def _mountinfo() -> list[MountEntry]:
                     source=_unescape(parts[sep + 2]),
                     mount_options=_unescape(parts[5]),
                     super_options=_unescape(parts[sep + 3]) if len(parts) > sep + 3 else "",
+                    root=_unescape(parts[3]),
                 )
             )
         except (ValueError, IndexError):
@@ -398,6 +486,8 @@ FS_MAGIC = {
     0x4D44: "msdos",
     0x2011BAB0: "exfat",
     0x5346544E: "ntfs",
+    0x0027E0EB: "cgroup",
+    0x63677270: "cgroup2",
 }
 
 
@@ -653,6 +743,13 @@ def _base_provenance(spec: TargetSpec, scratch: Path) -> dict:
         "kernel_fs": None,
         "loop_device": None,
         "loop_write_cache": None,
+        "write_cache_requested": spec.write_cache,
+        "log_device": None,
+        "log_image": None,
+        "log_size_bytes": None,
+        "log_mkfs_command": None,
+        "log_write_cache": None,
+        "log_backing_fs": None,
         "image": None,
         "image_size_bytes": None,
         "backing_fs": _statfs_type(scratch),
@@ -687,65 +784,233 @@ def _setup_dir(spec, scratch, ledger, undo, prov) -> Path:
     return d
 
 
+@dataclass
+class _Attached:
+    """An image file we created (still open as `fd`) and the loop device backing it."""
+
+    image: Path
+    fd: int
+    img_rid: str
+    loop_rid: str
+    device: str
+
+
+def _attach(spec, image: Path, size: int, ledger, undo, losetup: str, what: str = "image") -> _Attached:
+    """Create `image` (O_EXCL, sparse) and attach it to a free loop device,
+    recording each in the ledger first and registering its teardown."""
+    # 1. the image: recorded, then created with O_EXCL (never an existing file)
+    with deferred_signals():
+        img_rid = ledger.record("image", image, size_bytes=size)
+        try:
+            fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except FileExistsError:
+            ledger.release(img_rid, by="never-created")
+            raise TargetError(
+                f"targets.{spec.name}: {what} {image} already exists; "
+                "refusing to format a file boatload did not create"
+            ) from None
+        except OSError as e:
+            ledger.release(img_rid, by="never-created")
+            raise TargetError(f"targets.{spec.name}: cannot create {what} {image} ({e.strerror})") from None
+        # fd stays open until teardown: it pins the inode, so no other file can
+        # take its number, and "same inode number" then means "our file"
+        undo.push(f"close {image}", lambda: os.close(fd))
+        undo.push(f"delete {image}", _with_release(ledger, img_rid, lambda: _remove_image(image, fd)))
+        st = os.fstat(fd)
+        ledger.note(img_rid, inode=st.st_ino, dev=st.st_dev)
+        os.ftruncate(fd, size)  # sparse
+    _verify_image(spec, ledger, img_rid, image, fd)
+
+    # 2. the loop device
+    with deferred_signals():
+        loop_rid = ledger.record("loop", image)
+        r = _run([losetup, "--find", "--show", str(image)], timeout=120)
+        if r.returncode != 0:
+            ledger.release(loop_rid, by="never-created")
+            raise TargetError(f"targets.{spec.name}: `{shlex.join(r.args)}` failed ({_why(r)})")
+        device = r.stdout.strip()
+        undo.push(f"detach {device}", _with_release(ledger, loop_rid, lambda: _detach(device, image, losetup)))
+        ledger.note(loop_rid, device=device)
+    return _Attached(image, fd, img_rid, loop_rid, device)
+
+
+def _verify_attached(spec, ledger, a: _Attached, losetup: str) -> None:
+    _verify_loop(spec, ledger, a.img_rid, a.image, a.fd, a.device, losetup)
+
+
+def _write_cache_file(device: str) -> Path:
+    return Path("/sys/block") / Path(device).name / "queue" / "write_cache"
+
+
+def _loop_backing_file(device: str) -> str | None:
+    """What the kernel says backs `device` (sysfs; without " (deleted)"), None if nothing."""
+    back = _read_sys(f"/sys/block/{Path(device).name}/loop/backing_file")
+    if back and back.endswith(" (deleted)"):
+        back = back[: -len(" (deleted)")]
+    return back or None
+
+
+def _write_sys(path: Path, value: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
+
+
+def _restore_write_cache(device: str, image: Path, value: str) -> None:
+    """Put back the write cache setting found (the kernel keeps it after detaching)."""
+    if _loop_backing_file(device) != str(image):
+        return  # not ours any more (or gone): not ours to change
+    _write_sys(_write_cache_file(device), value)
+
+
+def _set_write_cache(spec, ledger, undo, a: _Attached) -> str | None:
+    """Set the loop device's write cache (spec.write_cache, default "write back");
+    returns the value read back. The previous value is noted in the ledger and
+    restored on teardown."""
+    sysfile = _write_cache_file(a.device)
+    field_ = f"targets.{spec.name}.write_cache"
+    before = _read_sys(str(sysfile))
+    want = spec.write_cache or "write back"
+    if before is None:
+        if spec.write_cache:
+            raise TargetError(f"{field_}: {sysfile} cannot be read; this kernel does not let boatload set the write cache of {a.device}")
+        return None
+    if before != want:
+        with deferred_signals():
+            ledger.note(a.loop_rid, write_cache_before=before)
+            try:
+                _write_sys(sysfile, want)
+            except OSError as e:
+                if spec.write_cache:
+                    raise TargetError(f"{field_}: the kernel refused {want!r} for {a.device} ({e.strerror})") from None
+                return before  # the default could not be set: report what it is
+            undo.push(
+                f"restore write cache of {a.device}",
+                lambda: _restore_write_cache(a.device, a.image, before),
+            )
+    after = _read_sys(str(sysfile))
+    if spec.write_cache and after != want:
+        raise TargetError(f"{field_}: wrote {want!r} to {sysfile} but it reads back {after!r}")
+    return after
+
+
+def _shm_dir(scratch: Path) -> Path:
+    """`/dev/shm/boatload-<hash of the scratch path>`: where this scratch's log images live."""
+    return SHM / f"boatload-{hashlib.sha256(os.fsencode(str(scratch))).hexdigest()[:16]}"
+
+
+def _own_private_dir(d: Path) -> bool:
+    try:
+        st = os.lstat(d)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def _rmdir_if_empty(d: Path) -> bool:
+    try:
+        os.rmdir(d)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            return False  # another run of this scratch still uses it
+        raise
+
+
+def _make_shm_dir(spec: TargetSpec, scratch: Path, undo) -> Path:
+    """Create (or reuse) this scratch's private directory on /dev/shm."""
+    field_ = f"targets.{spec.name}.log"
+    if not SHM.is_dir():
+        raise TargetError(f"{field_}: {SHM} does not exist; the external log lives on {SHM} (a tmpfs: a fast device)")
+    d = _shm_dir(scratch)
+    try:
+        os.mkdir(d, 0o700)
+    except FileExistsError:
+        pass
+    except OSError as e:
+        raise TargetError(f"{field_}: cannot create {d} ({e.strerror})") from None
+    if not _own_private_dir(d):
+        raise TargetError(
+            f"{field_}: {d} is not a private directory of uid {os.geteuid()} "
+            "(a symlink, or made by someone else?); refusing to use it"
+        )
+    undo.push(f"remove {d}", lambda: _rmdir_if_empty(d))
+    st = os.statvfs(d)
+    free_mb = st.f_bavail * st.f_frsize // MiB
+    if free_mb < spec.log_size_mb:
+        raise TargetError(f"{field_}.size_mb: {SHM} has {free_mb} MB free, the log needs {spec.log_size_mb} MB")
+    return d
+
+
 def _setup_mount(spec, scratch, ledger, undo, prov, tools) -> Path:
     mount, umount = tools["mount"], tools["umount"]
-    device = None
     if spec.kind == "loop":
         losetup = tools["losetup"]
         image = scratch / "images" / f"{spec.name}-{_token()}.img"
-        size = spec.size_mb * 1024 * 1024
+        data = _attach(spec, image, spec.size_mb * MiB, ledger, undo, losetup)
+        log = None
+        if spec.log_size_mb:
+            shm = _make_shm_dir(spec, scratch, undo)
+            log_image = shm / f"{spec.name}-log-{_token()}.img"
+            log = _attach(spec, log_image, spec.log_size_mb * MiB, ledger, undo, losetup, what="log image")
 
-        # 1. the image: recorded, then created with O_EXCL (never an existing file)
-        with deferred_signals():
-            img_rid = ledger.record("image", image, size_bytes=size)
-            try:
-                fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-            except FileExistsError:
-                ledger.release(img_rid, by="never-created")
-                raise TargetError(
-                    f"targets.{spec.name}: image {image} already exists; "
-                    "refusing to format a file boatload did not create"
-                ) from None
-            # fd stays open until teardown: it pins the inode, so no other file can
-            # take its number, and "same inode number" then means "our file"
-            undo.push(f"close {image}", lambda: os.close(fd))
-            undo.push(f"delete {image}", _with_release(ledger, img_rid, lambda: _remove_image(image, fd)))
-            st = os.fstat(fd)
-            ledger.note(img_rid, inode=st.st_ino, dev=st.st_dev)
-            os.ftruncate(fd, size)  # sparse
-        _verify_image(spec, ledger, img_rid, image, fd)
+        # 3. the write cache, on devices proven ours, before mkfs issues its flushes
+        _verify_attached(spec, ledger, data, losetup)
+        data_cache = _set_write_cache(spec, ledger, undo, data)
+        log_cache = None
+        if log:
+            _verify_attached(spec, ledger, log, losetup)
+            log_cache = _set_write_cache(spec, ledger, undo, log)
 
-        # 2. the loop device
-        with deferred_signals():
-            loop_rid = ledger.record("loop", image)
-            r = _run([losetup, "--find", "--show", str(image)], timeout=120)
-            if r.returncode != 0:
-                ledger.release(loop_rid, by="never-created")
-                raise TargetError(f"targets.{spec.name}: `{shlex.join(r.args)}` failed ({_why(r)})")
-            device = r.stdout.strip()
-            undo.push(f"detach {device}", _with_release(ledger, loop_rid, lambda: _detach(device, image, losetup)))
-            ledger.note(loop_rid, device=device)
-
-        # 3. format: only the inode we created, seen through the loop device
-        _verify_loop(spec, ledger, img_rid, image, fd, device, losetup)
+        # 4. format: only inodes we created, seen through the loop devices
         mkfs, flags = MKFS[spec.fs]
-        mkfs_argv = [tools[mkfs], *flags, *spec.mkfs_options, device]
+        opts = list(spec.mount_options)
+        log_argv = None
+        if log and spec.fs == "xfs":
+            mkfs_argv = [
+                tools[mkfs], *flags, "-l", f"logdev={log.device},size={spec.log_size_mb}m",
+                *spec.mkfs_options, data.device,
+            ]
+            opts = [f"logdev={log.device}", *opts]
+        elif log:  # ext4: the journal device first, same block size as the data
+            bs = ["-b", EXT_JOURNAL_BLOCK_SIZE] if _option_value(spec.mkfs_options, "-b") is None else []
+            log_argv = [tools[mkfs], *flags, "-O", "journal_dev", "-b", EXT_JOURNAL_BLOCK_SIZE, log.device]
+            _verify_attached(spec, ledger, log, losetup)
+            _check(_run(log_argv), f"targets.{spec.name}.log: formatting the external journal")
+            mkfs_argv = [tools[mkfs], *flags, *bs, "-J", f"device={log.device}", *spec.mkfs_options, data.device]
+        else:
+            mkfs_argv = [tools[mkfs], *flags, *spec.mkfs_options, data.device]
+        if log:
+            _verify_attached(spec, ledger, log, losetup)
+        _verify_attached(spec, ledger, data, losetup)
         _check(_run(mkfs_argv), f"targets.{spec.name}.mkfs_options: formatting {spec.fs}")
         prov.update(
-            image=str(image),
-            image_size_bytes=os.stat(image).st_size,
-            loop_device=device,
+            image=str(data.image),
+            image_size_bytes=os.stat(data.image).st_size,
+            loop_device=data.device,
             mkfs_command=mkfs_argv,
             mkfs_version=_mkfs_version(tools[mkfs]),
-            loop_write_cache=_read_sys(f"/sys/block/{Path(device).name}/queue/write_cache"),
+            loop_write_cache=data_cache,
         )
-        opts = list(spec.mount_options)
-        source = device
+        if log:
+            prov.update(
+                log_device=log.device,
+                log_image=str(log.image),
+                log_size_bytes=os.stat(log.image).st_size,
+                log_mkfs_command=log_argv,
+                log_write_cache=log_cache,
+                log_backing_fs=_statfs_type(log.image.parent),
+            )
+        source = data.device
     else:
         opts = [f"size={spec.size_mb}m", *spec.mount_options]
         source = "boatload-tmpfs"
 
-    # 4. the mount point and the mount
+    # 5. the mount point and the mount
     mp = scratch / "mnt" / f"boatload-{spec.name}-{_token()}"
     with deferred_signals():
         mnt_rid = ledger.record("mount", mp, fs=spec.fs, source=source)
@@ -829,15 +1094,27 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
     Finds leftovers in the ledger (not released, and the creating process is
     gone) and by scanning /proc/self/mountinfo (mount points in
     `<scratch>/mnt/`), `losetup` (loop devices backed by files in
-    `<scratch>/images/`) and the scratch directory itself (our image files,
-    mount points and directories whose pid, in their name, is gone). With
+    `<scratch>/images/` or in this scratch's `/dev/shm/boatload-<hash>/`) and
+    the scratch directory itself (our image files, mount points and
+    directories whose pid, in their name, is gone). Memory limits' cgroups and
+    swap files are found and undone first (see boatload.memlimit), since
+    processes left in a cgroup may hold a mount busy. A loop device whose write
+    cache we changed gets its old setting back before it is detached. With
     `force=True` live processes' resources go too. Never touches anything
-    outside the scratch directory. Raises NeedsRoot if mounts or loop devices
-    need undoing and we are not root (before doing anything), and TargetError
-    (with `.done`, the lines of what did succeed) if some step failed.
+    outside the scratch directory except our cgroups and log images. Raises
+    NeedsRoot if mounts, loop devices, cgroups or swap need undoing and we are
+    not root (before doing anything), and TargetError (with `.done`, the lines
+    of what did succeed) if some step failed.
     """
+    from boatload import memlimit  # memlimit builds on this module
+
     scratch = Path(scratch).resolve()
     mnt_dir, img_dir, dirs_dir = scratch / "mnt", scratch / "images", scratch / "dirs"
+    shm_dir = _shm_dir(scratch)
+    shm_ours = _own_private_dir(shm_dir)
+    # a /dev/shm directory of that name that is not our private one: touch nothing in it
+    shm_foreign = os.path.lexists(shm_dir) and not shm_ours
+    image_dirs = (img_dir,) if shm_foreign else (img_dir, shm_dir)
     ledger = Ledger(scratch)
     resources = {rid: r for rid, r in ledger.resources().items() if not r.released}
 
@@ -866,16 +1143,19 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
     inodes: dict[str, tuple[int, int]] = {}
     live: set[str] = set()
 
+    write_caches: dict[str, str] = {}  # image backing a loop device -> write cache to put back
     for rid, r in resources.items():
         p = Path(r.path)
-        expected = {"image": img_dir, "loop": img_dir, "mount": mnt_dir, "dir": dirs_dir}[r.kind]
-        if p.parent != expected:
-            continue  # not under this scratch directory: never ours to touch
+        expected = {"image": image_dirs, "loop": image_dirs, "mount": (mnt_dir,), "dir": (dirs_dir,)}.get(r.kind)
+        if expected is None or p.parent not in expected:
+            continue  # another kind (memlimit's), or not under this scratch directory: never ours to touch
         if not dead(r.pid, r.pid_start):
             live.add(r.path)
             continue
         if r.kind in ("image", "loop"):
             images.setdefault(r.path, []).append(rid)
+            if r.kind == "loop" and r.facts.get("write_cache_before") in WRITE_CACHE:
+                write_caches[r.path] = r.facts["write_cache_before"]
         elif r.kind == "mount":
             mounts.setdefault(r.path, []).append(rid)
             mountdirs.setdefault(r.path, []).append(rid)
@@ -894,12 +1174,15 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
     loops = {}  # device -> image
     for d in _loop_devices(losetup):
         back = d["back-file"]
-        if not back or Path(back).parent != img_dir or back in live:
+        if not back or Path(back).parent not in image_dirs or back in live:
             continue
         if back in images or dead_by_name(Path(back).name, IMAGE_RE, back):
             loops[d["name"]] = back
             images.setdefault(back, [])
-    for sub, regex, table in ((img_dir, IMAGE_RE, images), (mnt_dir, MOUNT_RE, mountdirs), (dirs_dir, DIR_RE, dirs)):
+    scans = [(img_dir, IMAGE_RE, images), (mnt_dir, MOUNT_RE, mountdirs), (dirs_dir, DIR_RE, dirs)]
+    if shm_ours:
+        scans.append((shm_dir, IMAGE_RE, images))
+    for sub, regex, table in scans:
         try:
             names = sorted(os.listdir(sub))
         except OSError:
@@ -909,18 +1192,24 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
             if p not in live and p not in table and regex.match(n) and dead_by_name(n, regex, p):
                 table.setdefault(p, [])
 
+    mem = memlimit.find_leftovers(scratch, ledger, force)
     mounted = [mp for mp in mounts if _mount_at(mp) is not None]
-    if (mounted or loops) and not _is_root():
-        raise NeedsRoot(
-            f"cleanup of {len(mounted)} mount(s) and {len(loops)} loop device(s) under {scratch} "
-            f"needs root (running as uid {os.geteuid()})"
-        )
+    privileged = mem.privileged()
+    if (mounted or loops or privileged) and not _is_root():
+        what = f"{len(mounted)} mount(s) and {len(loops)} loop device(s)"
+        if privileged:
+            what = f"{len(mounted)} mount(s), {len(loops)} loop device(s) and " + " and ".join(privileged)
+        raise NeedsRoot(f"cleanup of {what} under {scratch} needs root (running as uid {os.geteuid()})")
 
     done: list[str] = []
     failed: list[str] = []
     umount = _find_tool("umount")
 
     with deferred_signals():
+        # 0. memory limits: kill what is left in our cgroups, remove them, swapoff, delete swap files
+        mem_done, mem_failed = mem.undo()
+        done += mem_done
+        failed += mem_failed
         # 1. unmount (deepest first)
         for mp in sorted(mounted, key=lambda s: -s.count("/")):
             e = _mount_at(mp)
@@ -937,6 +1226,17 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
         for dev, back in loops.items():
             if current.get(dev) != back:
                 continue
+            # the kernel keeps a loop device's write cache setting after detaching: put
+            # back what the ledger says we found, or else the loop driver's default
+            wc = write_caches.get(back)
+            if wc is None and _read_sys(str(_write_cache_file(dev))) == "write through":
+                wc = "write back"
+            if wc is not None and _read_sys(str(_write_cache_file(dev))) != wc:
+                try:
+                    _restore_write_cache(dev, Path(back), wc)
+                    done.append(f"set the write cache of {dev} back to {wc!r}")
+                except OSError as err:
+                    failed.append(f"write cache of {dev}: {err.strerror}")
             r = _run([losetup, "-d", dev], timeout=120)
             if r.returncode == 0:
                 done.append(f"detached loop device {dev} (backed by {back})")
@@ -957,6 +1257,12 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
                 done.append(f"deleted image {img} ({st.st_size // (1024 * 1024)} MB)")
             except OSError as err:
                 failed.append(f"delete {img}: {err.strerror}")
+        if shm_ours and not any(Path(p).parent == shm_dir for p in live) and not os.listdir(shm_dir):
+            try:
+                if _rmdir_if_empty(shm_dir):
+                    done.append(f"removed {shm_dir}")
+            except OSError as err:
+                failed.append(f"remove {shm_dir}: {err.strerror}")
         # 4. remove (empty, unmounted) mount points
         for mp in mountdirs:
             if _mount_at(mp) is not None:
@@ -986,7 +1292,9 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
             for rid, r in resources.items():
                 if r.path in live or not dead(r.pid, r.pid_start):
                     continue
-                if Path(r.path).parent not in (img_dir, mnt_dir, dirs_dir):
+                if r.kind not in ("image", "loop", "mount", "dir"):
+                    continue  # memlimit's kinds: released by mem.undo()
+                if Path(r.path).parent not in (*image_dirs, mnt_dir, dirs_dir):
                     continue
                 if r.kind == "image":
                     gone = not os.path.lexists(r.path)

@@ -1,0 +1,883 @@
+"""Memory limits: a cgroup (v1 or v2) around the worker, and a swap file.
+
+    with memory_limit(256, 512, scratch) as limit:
+        r = limit.run([worker, ...], capture_output=True)  # runs inside the cgroup
+        limit.stats()  # peak and current usage, swap, OOM kills
+
+`memory_limit(limit_mb, swap_mb, scratch)` creates a memory cgroup with the
+limit and, if `swap_mb > 0`, a swap file `<scratch>/swap/swap-<pid>-<rand>`
+(created with O_EXCL, fully allocated, `mkswap`, `swapon --priority`).
+Children started through `Limit.preexec()` / `Limit.run()` move into the
+cgroup before they exec; the calling process stays outside. On exit, also on
+error, SIGINT, SIGTERM and SIGHUP, whatever still runs in the cgroup is
+killed, the cgroup removed, the swap file swapped off and deleted.
+
+Which cgroup:
+
+* cgroup v1 with the memory controller mounted (e.g. /sys/fs/cgroup/memory):
+  `<mount>/boatload-<pid>-<rand>` as root (or a child of our own cgroup if that
+  is delegated to us), with `memory.limit_in_bytes`, `memory.swappiness` 60 and,
+  where swap accounting exists, `memory.memsw.limit_in_bytes` = limit + swap
+  (so the group can page out exactly its swap_mb, no more, and with swap_mb 0
+  cannot swap at all, even to other swap on the host).
+* cgroup v2 (a cgroup2 mount whose cgroup.controllers lists memory): as root a
+  child of the mount's top cgroup, else a child of the nearest writable
+  ancestor of our own cgroup (a delegated subtree); "+memory" is written to
+  the parent's cgroup.subtree_control if it is not there yet. Then
+  `memory.max` = limit and `memory.swap.max` = swap. The kernel refuses
+  "+memory" in a non-root cgroup that has processes of its own (the
+  no-internal-process rule); the error then says so. A parent of our own
+  in between would not help: the controller must be enabled in the parent
+  above it all the same.
+* neither: MemoryLimitNeedsRoot (a NeedsRoot) when root or a delegated
+  subtree would do, else MemoryLimitError; the message says what was found.
+
+Everything is recorded in the ledger (kinds "cgroup" and "swap") before it
+is created; `find_leftovers()` is what `boatload.targets.cleanup` uses to
+undo the leftovers of killed runs: cgroups recorded in the ledger, or named
+`boatload-<pid>-<rand>` with a dead pid, and swap files under
+`<scratch>/swap/`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import secrets
+import signal
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from boatload import targets as _t
+from boatload.ledger import Ledger, pid_alive
+from boatload.signals import deferred_signals, signals_as_exceptions
+from boatload.targets import NeedsRoot, TargetError
+
+__all__ = [
+    "MemoryLimitError",
+    "MemoryLimitNeedsRoot",
+    "Hierarchy",
+    "Limit",
+    "Leftovers",
+    "memory_limit",
+    "hierarchies",
+    "choose",
+    "active_swaps",
+    "find_leftovers",
+]
+
+MiB = 1024 * 1024
+CGROUP_RE = re.compile(r"boatload-(?P<pid>\d+)-(?P<rand>[0-9a-f]+)\Z")
+SWAP_RE = re.compile(r"swap-(?P<pid>\d+)-(?P<rand>[0-9a-f]+)\Z")
+CGROUP_FS = ("cgroup", "cgroup2")  # statfs names, see targets.FS_MAGIC
+# scratch file systems the kernel cannot swap to (swapon refuses, or it would be pointless)
+NO_SWAP_FS = ("tmpfs", "ramfs", "overlayfs", "squashfs", "zfs", "v9fs", "fuseblk")
+V1_SWAPPINESS = 60
+SWAP_PRIORITY = 10  # or one above the highest swap already active
+MIN_LIMIT_MB = 4
+KILL_TIMEOUT = 10.0
+V2_PREFERRED = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified")
+
+
+class MemoryLimitError(TargetError):
+    """A memory limit or swap file that cannot be set up or torn down (one line)."""
+
+
+class MemoryLimitNeedsRoot(MemoryLimitError, NeedsRoot):
+    """Root, or a delegated cgroup v2 subtree with the memory controller, would do."""
+
+
+# --------------------------------------------------------------------------
+# small system helpers
+
+
+def _read(path: Path | str) -> str | None:
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return None
+
+
+def _words(path: Path | str) -> list[str]:
+    return (_read(path) or "").split()
+
+
+def _read_int(path: Path | str) -> int | None:
+    """An integer from a cgroup file; None if absent or "max"."""
+    text = (_read(path) or "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def _read_kv(path: Path | str) -> dict[str, int]:
+    out = {}
+    for line in (_read(path) or "").splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit():
+            out[parts[0]] = int(parts[1])
+    return out
+
+
+def _write(path: Path, value: str) -> None:
+    """Write one value to a cgroup/sysfs file, as one write(2)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
+    except OSError as e:
+        raise MemoryLimitError(f"cgroup: writing {value!r} to {path} failed ({e.strerror})") from None
+
+
+def _writable(path: Path) -> bool:
+    return os.access(path, os.W_OK)
+
+
+def _procs(cgroup: Path) -> list[int]:
+    """Processes in `cgroup` that we can see: the kernel lists those of other
+    pid namespaces as 0, and kill(0, …) would hit our own process group."""
+    return [int(w) for w in _words(cgroup / "cgroup.procs") if w.isdigit() and int(w) > 0]
+
+
+def _meminfo_swap_used() -> int | None:
+    """SwapTotal - SwapFree of the whole machine, in bytes."""
+    info = {}
+    for line in (_read("/proc/meminfo") or "").splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            info[name] = int(parts[0]) * 1024
+    if "SwapTotal" not in info or "SwapFree" not in info:
+        return None
+    return info["SwapTotal"] - info["SwapFree"]
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), s)
+
+
+def active_swaps() -> dict[str, dict]:
+    """/proc/swaps: path -> {"type", "size_bytes", "used_bytes", "priority"}."""
+    out = {}
+    for line in (_read("/proc/swaps") or "").splitlines()[1:]:
+        parts = line.split()
+        if len(parts) < 5:
+            continue
+        path = _unescape(parts[0])
+        if path.endswith("\\040(deleted)") or path.endswith(" (deleted)"):
+            path = path.rsplit("(deleted)", 1)[0].rstrip().removesuffix("\\040")
+        try:
+            out[path] = {
+                "type": parts[1],
+                "size_bytes": int(parts[2]) * 1024,
+                "used_bytes": int(parts[3]) * 1024,
+                "priority": int(parts[4]),
+            }
+        except ValueError:
+            continue
+    return out
+
+
+# --------------------------------------------------------------------------
+# which cgroup hierarchy
+
+
+@dataclass(frozen=True)
+class Hierarchy:
+    version: int  # 1 or 2
+    mount: Path  # where it is mounted
+    own: Path | None  # this process's cgroup in it (None: not visible in this mount)
+    memory: bool  # the memory controller is available (v1: it is this hierarchy)
+
+
+def _own_dir(entry, path: str | None) -> Path | None:
+    if path is None:
+        return None
+    root = entry.root or "/"
+    if root != "/":
+        if path != root and not path.startswith(root.rstrip("/") + "/"):
+            return None
+        path = path[len(root) :]
+    return Path(entry.mount_point) / path.lstrip("/")
+
+
+def hierarchies(mountinfo: list | None = None, self_cgroup: str | None = None) -> list[Hierarchy]:
+    """The cgroup hierarchies that could limit memory, most preferred first:
+    v1 memory hierarchies, then cgroup2 mounts (/sys/fs/cgroup first). The
+    arguments (parsed /proc/self/mountinfo, text of /proc/self/cgroup) are
+    for tests."""
+    entries = _t._mountinfo() if mountinfo is None else mountinfo
+    text = _read("/proc/self/cgroup") if self_cgroup is None else self_cgroup
+    own_v1 = own_v2 = None
+    for line in (text or "").splitlines():
+        hid, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hid == "0" and controllers == "":
+            own_v2 = path
+        elif "memory" in controllers.split(","):
+            own_v1 = path
+    by_mount: dict[str, Hierarchy] = {}  # the topmost mount on a mount point wins
+    for e in entries:
+        if e.fstype == "cgroup" and "memory" in e.super_options.split(","):
+            by_mount[e.mount_point] = Hierarchy(1, Path(e.mount_point), _own_dir(e, own_v1), True)
+        elif e.fstype == "cgroup2":
+            memory = "memory" in _words(Path(e.mount_point) / "cgroup.controllers")
+            by_mount[e.mount_point] = Hierarchy(2, Path(e.mount_point), _own_dir(e, own_v2), memory)
+        elif e.mount_point in by_mount:
+            del by_mount[e.mount_point]  # something else mounted over it
+
+    def rank(h: Hierarchy):
+        pref = V2_PREFERRED.index(str(h.mount)) if str(h.mount) in V2_PREFERRED else len(V2_PREFERRED)
+        return (h.version, not h.memory, pref, str(h.mount))
+
+    return sorted(by_mount.values(), key=rank)
+
+
+def _lineage(h: Hierarchy, include_own: bool) -> list[Path]:
+    """Our own cgroup (if asked) and its ancestors up to the mount, nearest first."""
+    if h.own is None:
+        return []
+    out = []
+    p = h.own if include_own else h.own.parent
+    if h.own == h.mount and not include_own:
+        return []
+    while True:
+        if p != h.mount and h.mount not in p.parents:
+            break
+        out.append(p)
+        if p == h.mount:
+            break
+        p = p.parent
+    return out
+
+
+@dataclass(frozen=True)
+class _Choice:
+    hierarchy: Hierarchy
+    parent: Path
+    enable: bool  # write "+memory" to the parent's cgroup.subtree_control first
+
+
+def _proc_cgroups_memory() -> tuple[int, bool] | None:
+    """(hierarchy id, enabled) of the memory controller in /proc/cgroups."""
+    for line in (_read("/proc/cgroups") or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0] == "memory" and parts[1].isdigit():
+            return int(parts[1]), parts[3] == "1"
+    return None
+
+
+def choose(hs: list[Hierarchy] | None = None, euid: int | None = None) -> _Choice:
+    """Where to create the cgroup; raises (naming what is missing) if nowhere."""
+    hs = hierarchies() if hs is None else hs
+    euid = os.geteuid() if euid is None else euid
+    root = euid == 0
+    found: list[str] = []
+    for h in hs:
+        if h.version == 1:
+            for parent in ([h.mount] if root else []) + _lineage(h, include_own=True):
+                if root or (_writable(parent) and _writable(parent / "cgroup.procs")):
+                    return _Choice(h, parent, False)
+            found.append(f"the cgroup v1 memory controller at {h.mount} (not writable by uid {euid})")
+        elif h.memory:
+            for parent in ([h.mount] if root else []) + _lineage(h, include_own=False):
+                if "memory" not in _words(parent / "cgroup.controllers"):
+                    continue
+                if not root and not (_writable(parent) and _writable(parent / "cgroup.procs")):
+                    continue
+                if "memory" in _words(parent / "cgroup.subtree_control"):
+                    return _Choice(h, parent, False)
+                if root or _writable(parent / "cgroup.subtree_control"):
+                    return _Choice(h, parent, True)
+            own = f"; our cgroup is {h.own}" if h.own else ""
+            found.append(f"cgroup v2 at {h.mount} (memory controller, but no subtree delegated to uid {euid}{own})")
+        else:
+            found.append(f"cgroup v2 at {h.mount} (without the memory controller)")
+    mem = _proc_cgroups_memory()
+    if mem is not None and not mem[1]:
+        found.append("the memory controller disabled in the kernel (/proc/cgroups; cgroup_disable=memory?)")
+    elif mem is not None and mem[0] > 0 and not any(h.version == 1 for h in hs):
+        found.append(f"the memory controller bound to cgroup v1 hierarchy {mem[0]}, which is not mounted here")
+    what = "; ".join(found) or "no cgroup file system mounted"
+    if root:
+        raise MemoryLimitError(
+            "memory limit needs the cgroup memory controller (cgroup v1 memory, or cgroup v2 with "
+            f"memory in cgroup.controllers); found {what}"
+        )
+    raise MemoryLimitNeedsRoot(
+        f"memory limit needs root or a delegated cgroup v2 subtree with the memory controller; "
+        f"running as uid {euid} with {what}"
+    )
+
+
+# --------------------------------------------------------------------------
+# the limit
+
+
+@dataclass
+class Limit:
+    """A live memory cgroup. `stats()` after the block gives the numbers taken at teardown."""
+
+    version: int
+    path: Path  # the cgroup directory
+    limit_bytes: int
+    swap_file: Path | None
+    provenance: dict = field(default_factory=dict)
+    _swap_baseline: int | None = None
+    _final: dict | None = None
+
+    def preexec(self) -> Callable[[], None]:
+        """For subprocess's preexec_fn: the child moves itself into the cgroup
+        before it execs (only async-signal-safe calls; nothing allocated)."""
+        procs = os.fsencode(str(self.path / "cgroup.procs"))
+
+        def move() -> None:
+            fd = os.open(procs, os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, b"0")  # "0": the writing process itself (v1 and v2)
+            finally:
+                os.close(fd)
+
+        return move
+
+    def run(self, argv, **kwargs) -> subprocess.CompletedProcess:
+        """subprocess.run(argv, preexec_fn=self.preexec(), **kwargs)."""
+        if "preexec_fn" in kwargs:
+            raise TypeError("Limit.run sets preexec_fn itself")
+        try:
+            return subprocess.run(argv, preexec_fn=self.preexec(), **kwargs)
+        except subprocess.SubprocessError as e:
+            if "preexec_fn" in str(e):
+                raise MemoryLimitError(f"could not move `{argv[0]}` into cgroup {self.path}: {e}") from None
+            raise
+
+    def pids(self) -> list[int]:
+        return _procs(self.path)
+
+    def stats(self) -> dict:
+        """Usage of the cgroup, in bytes:
+
+        peak_bytes, current_bytes: memory (v1 max_usage/usage_in_bytes, v2
+        memory.peak/current; None where the kernel has no such file);
+        swap_bytes: swap in use now (from the cgroup, else the machine's
+        SwapTotal-SwapFree minus what was in use before; swap_source says
+        which); swap_peak_bytes: v2 memory.swap.peak, or for v1 a lower bound,
+        memsw peak minus memory peak; oom_kills, failcnt (v1 memory.failcnt,
+        v2 events "max"), events (the raw counters)."""
+        if self._final is not None and not self.path.is_dir():
+            return dict(self._final)
+        p = self.path
+        if self.version == 1:
+            st = _read_kv(p / "memory.stat")
+            peak = _read_int(p / "memory.max_usage_in_bytes")
+            memsw_peak = _read_int(p / "memory.memsw.max_usage_in_bytes")
+            oom = _read_kv(p / "memory.oom_control")
+            events = {
+                "failcnt": _read_int(p / "memory.failcnt"),
+                "memsw_failcnt": _read_int(p / "memory.memsw.failcnt"),
+                "oom_kill": oom.get("oom_kill"),
+                "under_oom": oom.get("under_oom"),
+            }
+            out = {
+                "peak_bytes": peak,
+                "current_bytes": _read_int(p / "memory.usage_in_bytes"),
+                "swap_bytes": st.get("total_swap", st.get("swap")),
+                "swap_peak_bytes": max(0, memsw_peak - peak) if memsw_peak is not None and peak is not None else None,
+                "oom_kills": events["oom_kill"],
+                "failcnt": events["failcnt"],
+            }
+        else:
+            events = _read_kv(p / "memory.events")
+            out = {
+                "peak_bytes": _read_int(p / "memory.peak"),
+                "current_bytes": _read_int(p / "memory.current"),
+                "swap_bytes": _read_int(p / "memory.swap.current"),
+                "swap_peak_bytes": _read_int(p / "memory.swap.peak"),
+                "oom_kills": events.get("oom_kill"),
+                "failcnt": events.get("max"),
+            }
+        out["swap_source"] = "cgroup"
+        if out["swap_bytes"] is None:
+            now = _meminfo_swap_used()
+            if now is not None and self._swap_baseline is not None:
+                out["swap_bytes"] = max(0, now - self._swap_baseline)
+                out["swap_source"] = "meminfo"
+            else:
+                out["swap_source"] = None
+        out["events"] = events
+        out["version"] = self.version
+        return out
+
+    def _snapshot(self) -> None:
+        if self.path.is_dir():
+            self._final = self.stats()
+
+
+def _check_sizes(limit_mb, swap_mb) -> None:
+    if type(limit_mb) is not int or limit_mb < MIN_LIMIT_MB:
+        raise MemoryLimitError(f"memory limit: expected an integer of at least {MIN_LIMIT_MB} MB, got {limit_mb!r}")
+    if type(swap_mb) is not int or swap_mb < 0:
+        raise MemoryLimitError(f"swap: expected a non-negative integer of MB, got {swap_mb!r}")
+
+
+def _resolve(commands: list[str]) -> dict[str, str]:
+    found = {}
+    for cmd in commands:
+        path = _t._find_tool(cmd)
+        if path is None:
+            t = _t._tool_entry(cmd)
+            pkg = f"Debian package {t.debian}, nixpkgs {t.nix}" if t else "Debian package util-linux, nixpkgs util-linux"
+            raise MemoryLimitError(f"swap: {cmd} is not installed ({pkg})")
+        found[cmd] = path
+    return found
+
+
+@contextmanager
+def memory_limit(limit_mb: int, swap_mb: int, scratch: Path) -> Iterator[Limit]:
+    """A memory cgroup of `limit_mb` MiB, and a swap file of `swap_mb` MiB if > 0.
+
+    Nothing is touched before the checks pass (sizes, a usable cgroup
+    hierarchy, root for swap, the swap tools). Teardown as in
+    boatload.targets.provision: on every exit path, signals held while a
+    resource is created or removed."""
+    _check_sizes(limit_mb, swap_mb)
+    choice = choose()
+    euid = os.geteuid()
+    tools = {}
+    if swap_mb:
+        if euid != 0:
+            raise MemoryLimitNeedsRoot(f"a swap file needs root (swapon); running as uid {euid}")
+        tools = _resolve(["mkswap", "swapon", "swapoff"])
+    scratch = Path(scratch).resolve()
+    limit_bytes = limit_mb * MiB
+    swap_bytes = swap_mb * MiB
+
+    with signals_as_exceptions(only_if_default=True):
+        undo = _t._Undo()
+        try:
+            with deferred_signals():
+                if swap_mb:
+                    _t._subdir(scratch, "swap")
+                else:
+                    _mkdir_scratch(scratch)
+                ledger = Ledger(scratch)
+            prov = {
+                "cgroup_version": choice.hierarchy.version,
+                "cgroup_mount": str(choice.hierarchy.mount),
+                "cgroup": None,
+                "cgroup_parent": str(choice.parent),
+                "enabled_memory_controller_in": None,
+                "limit_mb": limit_mb,
+                "limit_bytes": None,
+                "swap_limit_bytes": None,
+                "cgroup_swappiness": None,
+                "kernel_swappiness": _read_int("/proc/sys/vm/swappiness"),
+                "swap_mb": swap_mb,
+                "swap_file": None,
+                "swap_size_bytes": None,
+                "swap_priority": None,
+                "swap_fill": None,
+                "swap_backing_fs": None,
+                "other_swaps": {p: s for p, s in active_swaps().items()},
+                "kernel": os.uname().release,
+            }
+            _enable_memory(choice, prov)  # the one cgroup step likely to fail: before the swap file
+            baseline = _meminfo_swap_used()
+            swap_file = _setup_swap(scratch, swap_bytes, ledger, undo, prov, tools) if swap_mb else None
+            limit = _setup_cgroup(choice, limit_bytes, swap_bytes, ledger, undo, prov)
+            limit.swap_file = swap_file
+            limit._swap_baseline = baseline
+            undo.push("take the final numbers", limit._snapshot)
+            yield limit
+        except BaseException:
+            with deferred_signals():
+                for err in undo.run():
+                    print(f"boatload: teardown of memory limit: {err}", file=sys.stderr)
+            raise
+        else:
+            with deferred_signals():
+                errors = undo.run()
+            if errors:
+                raise MemoryLimitError("teardown of memory limit failed: " + "; ".join(errors))
+
+
+def _mkdir_scratch(scratch: Path) -> None:
+    try:
+        scratch.mkdir(parents=True, exist_ok=True, mode=0o755)
+        st = os.lstat(scratch)
+    except OSError as e:
+        raise MemoryLimitError(f"scratch directory {scratch}: {e.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise MemoryLimitError(f"scratch directory {scratch} is not a plain directory; refusing to use it")
+
+
+# --------------------------------------------------------------------------
+# cgroup
+
+
+def _enable_memory(choice: _Choice, prov: dict) -> None:
+    """cgroup v2: let the parent's children use the memory controller (left
+    enabled afterwards: others may rely on it by then)."""
+    parent = choice.parent
+    if choice.enable and "memory" not in _words(parent / "cgroup.subtree_control"):
+        try:
+            fd = os.open(parent / "cgroup.subtree_control", os.O_WRONLY | os.O_CLOEXEC)
+            try:
+                os.write(fd, b"+memory")
+            finally:
+                os.close(fd)
+        except OSError as e:
+            why = e.strerror
+            if e.errno == errno.EBUSY:
+                why = "it has processes of its own, and cgroup v2's no-internal-process rule forbids it"
+            raise MemoryLimitError(
+                f"cgroup v2: cannot enable the memory controller for the children of {parent} ({why})"
+            ) from None
+        prov["enabled_memory_controller_in"] = str(parent / "cgroup.subtree_control")
+
+
+def _setup_cgroup(choice: _Choice, limit_bytes: int, swap_bytes: int, ledger, undo, prov) -> Limit:
+    h = choice.hierarchy
+    parent = choice.parent
+    path = parent / f"boatload-{os.getpid()}-{secrets.token_hex(4)}"
+    with deferred_signals():
+        rid = ledger.record("cgroup", path, version=h.version)
+        try:
+            os.mkdir(path, 0o755)
+        except OSError as e:
+            ledger.release(rid, by="never-created")
+            raise MemoryLimitError(f"cgroup v{h.version}: cannot create {path} ({e.strerror})") from None
+        undo.push(f"remove cgroup {path}", _t._with_release(ledger, rid, lambda: _remove_cgroup(path)))
+
+    if h.version == 1:
+        _write(path / "memory.limit_in_bytes", str(limit_bytes))
+        if (path / "memory.memsw.limit_in_bytes").exists():
+            # memory + swap: the group may page out exactly swap_bytes (none when 0)
+            _write(path / "memory.memsw.limit_in_bytes", str(limit_bytes + swap_bytes))
+            memsw, mem = _read_int(path / "memory.memsw.limit_in_bytes"), _read_int(path / "memory.limit_in_bytes")
+            prov["swap_limit_bytes"] = memsw - mem if memsw is not None and mem is not None else None
+        _write(path / "memory.swappiness", str(V1_SWAPPINESS))
+        prov["cgroup_swappiness"] = _read_int(path / "memory.swappiness")
+        prov["limit_bytes"] = _read_int(path / "memory.limit_in_bytes")
+    else:
+        _write(path / "memory.max", str(limit_bytes))
+        if (path / "memory.swap.max").exists():
+            _write(path / "memory.swap.max", str(swap_bytes))
+            prov["swap_limit_bytes"] = _read_int(path / "memory.swap.max")
+        prov["limit_bytes"] = _read_int(path / "memory.max")
+    prov["cgroup"] = str(path)
+    ledger.note(rid, limit_bytes=prov["limit_bytes"])
+    return Limit(version=h.version, path=path, limit_bytes=prov["limit_bytes"], swap_file=None, provenance=prov)
+
+
+def _kill_all(cgroup: Path, timeout: float = KILL_TIMEOUT) -> int:
+    """SIGKILL everything in `cgroup` and wait until it is empty; returns how many were killed."""
+    killed: set[int] = set()
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = _procs(cgroup)
+        hidden = "0" in _words(cgroup / "cgroup.procs")  # in other pid namespaces: only cgroup.kill reaches them
+        if not pids and not hidden:
+            return len(killed)
+        if (cgroup / "cgroup.kill").exists():
+            try:
+                _write(cgroup / "cgroup.kill", "1")
+            except MemoryLimitError:
+                pass
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.add(pid)
+            except ProcessLookupError:
+                pass
+        if time.monotonic() > deadline:
+            raise MemoryLimitError(
+                f"cgroup {cgroup}: processes {pids or '(in another pid namespace)'} still there {timeout:.0f} s after SIGKILL"
+            )
+        time.sleep(0.02)
+
+
+def _remove_cgroup(path: Path, timeout: float = KILL_TIMEOUT) -> int:
+    """Kill what runs in `path` and below, remove the directories (deepest first).
+    No memory.force_empty needed: v1 moves the remaining charges (page cache)
+    to the parent on rmdir. Returns the number of processes killed."""
+    if not path.is_dir():
+        return 0
+    killed = 0
+    subdirs = [Path(d) for d, _, _ in os.walk(path, topdown=False, followlinks=False)]
+    for d in subdirs:  # deepest first, `path` last
+        killed += _kill_all(d, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError as e:
+                if e.errno != errno.EBUSY or time.monotonic() > deadline:
+                    raise MemoryLimitError(f"cannot remove cgroup {d} ({e.strerror})") from None
+                _kill_all(d, timeout)
+                time.sleep(0.05)
+    return killed
+
+
+# --------------------------------------------------------------------------
+# swap
+
+
+def _fill(fd: int, size: int, zeros: bool) -> str:
+    """Give the swap file real blocks: fallocate, or zeros where that is not
+    supported (or when asked); swapon refuses files with holes."""
+    if not zeros:
+        try:
+            os.posix_fallocate(fd, 0, size)
+            return "fallocate"
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
+    chunk = bytes(MiB)
+    os.lseek(fd, 0, os.SEEK_SET)
+    left = size
+    while left > 0:
+        left -= os.write(fd, chunk[: min(left, len(chunk))])
+    os.fsync(fd)
+    return "zeros"
+
+
+def _swap_priority() -> int:
+    prios = [s["priority"] for s in active_swaps().values()]
+    return min(32767, max([SWAP_PRIORITY] + [p + 1 for p in prios]))
+
+
+def _check(argv: list[str], what: str, timeout: float = 600) -> None:
+    r = _t._run(argv, timeout=timeout)
+    if r.returncode != 0:
+        raise MemoryLimitError(f"{what}: `{' '.join(r.args)}` failed ({_t._why(r)})")
+
+
+def _swapoff(path: Path, swapoff: str) -> bool:
+    if str(path) not in active_swaps():
+        return False
+    _check([swapoff, str(path)], "swapoff")
+    return True
+
+
+def _setup_swap(scratch: Path, size: int, ledger, undo, prov, tools) -> Path:
+    swap_dir = scratch / "swap"
+    fs = _t._statfs_type(swap_dir)
+    prov["swap_backing_fs"] = fs
+    if fs in NO_SWAP_FS:
+        raise MemoryLimitError(
+            f"swap: the scratch directory {scratch} is on {fs}, where the kernel cannot swap to a file; "
+            "put the scratch directory on a disk file system (ext4, xfs)"
+        )
+    path = swap_dir / f"swap-{os.getpid()}-{secrets.token_hex(4)}"
+    with deferred_signals():
+        rid = ledger.record("swap", path, size_bytes=size)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            ledger.release(rid, by="never-created")
+            raise MemoryLimitError(f"swap: cannot create {path} ({e.strerror}); refusing to use a file boatload did not create") from None
+        undo.push(f"close {path}", lambda: os.close(fd))
+        undo.push(f"delete {path}", _t._with_release(ledger, rid, lambda: _t._remove_image(path, fd)))
+        st = os.fstat(fd)
+        ledger.note(rid, inode=st.st_ino, dev=st.st_dev)
+
+    mkswap, swapon, swapoff = tools["mkswap"], tools["swapon"], tools["swapoff"]
+    prio = _swap_priority()
+    how = None
+    for zeros in (False, True):  # fallocated first; zeros if swapon refuses that (older kernels, some fs)
+        try:
+            how = _fill(fd, size, zeros)
+        except OSError as e:
+            raise MemoryLimitError(f"swap: cannot allocate {size // MiB} MB for {path} on {fs} ({e.strerror})") from None
+        os.fchmod(fd, 0o600)
+        if os.fstat(fd).st_blocks * 512 < size:
+            raise MemoryLimitError(f"swap: {path} on {fs} is still sparse after {how}; swapon would refuse it")
+        if not _t._same_file(path, fd):
+            raise MemoryLimitError(f"swap: {path} is no longer the file boatload created; refusing to use it")
+        _check([mkswap, str(path)], "swap", timeout=120)
+        with deferred_signals():
+            ledger.note(rid, swapon_priority=prio)
+            r = _t._run([swapon, "--priority", str(prio), str(path)], timeout=120)
+            if r.returncode == 0 or str(path) in active_swaps():
+                undo.push(f"swapoff {path}", lambda: _swapoff(path, swapoff))
+                break
+        if zeros or how == "zeros":
+            raise MemoryLimitError(f"swap: `{' '.join(r.args)}` failed on {fs} ({_t._why(r)})")
+    if str(path) not in active_swaps():
+        raise MemoryLimitError(f"swap: swapon reported success but {path} is not in /proc/swaps")
+    prov.update(
+        swap_file=str(path),
+        swap_size_bytes=os.fstat(fd).st_size,
+        swap_priority=prio,
+        swap_fill=how,
+        mkswap_command=[mkswap, str(path)],
+        swapon_command=[swapon, "--priority", str(prio), str(path)],
+    )
+    return path
+
+
+# --------------------------------------------------------------------------
+# leftovers (for boatload.targets.cleanup)
+
+
+def _is_boatload_cgroup(path: Path) -> bool:
+    """Named like ours, and a directory on a cgroup file system (not some other
+    directory a damaged ledger might point at)."""
+    return bool(CGROUP_RE.match(path.name)) and path.is_dir() and _t._statfs_type(path) in CGROUP_FS
+
+
+@dataclass
+class Leftovers:
+    ledger: Ledger
+    cgroups: dict[str, list[str]] = field(default_factory=dict)  # path -> ledger ids
+    swaps: dict[str, list[str]] = field(default_factory=dict)  # swap file -> ledger ids
+    inodes: dict[str, tuple[int, int]] = field(default_factory=dict)
+    release: list[tuple[str, str, str]] = field(default_factory=list)  # (rid, kind, path) to release once gone
+
+    def privileged(self) -> list[str]:
+        """What needs root (for the NeedsRoot check of cleanup)."""
+        out = []
+        cgs = [c for c in self.cgroups if os.path.isdir(c) and not _writable(Path(c).parent)]
+        active = active_swaps()
+        sws = [s for s in self.swaps if s in active]
+        if cgs:
+            out.append(f"{len(cgs)} cgroup(s)")
+        if sws:
+            out.append(f"{len(sws)} active swap file(s)")
+        return out
+
+    def undo(self) -> tuple[list[str], list[str]]:
+        done: list[str] = []
+        failed: list[str] = []
+        # 1. cgroups: kill what is left in them, then rmdir (before swapoff: their pages may be in swap)
+        for cg in self.cgroups:
+            p = Path(cg)
+            if not _is_boatload_cgroup(p):
+                continue
+            try:
+                killed = _remove_cgroup(p)
+                done.append(f"removed cgroup {cg}" + (f" (killed {killed} process(es))" if killed else ""))
+            except MemoryLimitError as err:
+                failed.append(str(err))
+        # 2. swap files: swapoff, then delete
+        active = active_swaps()
+        swapoff = _t._find_tool("swapoff")
+        for sw in self.swaps:
+            if sw in active:
+                try:
+                    if swapoff is None:
+                        raise MemoryLimitError("swapoff is not installed (Debian package util-linux)")
+                    _swapoff(Path(sw), swapoff)
+                    done.append(f"swapoff {sw}")
+                except TargetError as err:
+                    failed.append(f"swapoff {sw}: {err}")
+                    continue
+            try:
+                st = os.lstat(sw)
+            except FileNotFoundError:
+                continue
+            want = self.inodes.get(sw)
+            if not stat.S_ISREG(st.st_mode) or (want and (st.st_ino, st.st_dev) != want):
+                failed.append(f"{sw} is not the swap file boatload created; leaving it")
+                continue
+            try:
+                os.unlink(sw)
+                done.append(f"deleted swap file {sw} ({st.st_size // MiB} MB)")
+            except OSError as err:
+                failed.append(f"delete {sw}: {err.strerror}")
+        # 3. ledger entries whose resource is gone
+        active = active_swaps()
+        for rid, kind, path in self.release:
+            gone = not os.path.isdir(path) if kind == "cgroup" else not os.path.lexists(path) and path not in active
+            if gone:
+                self.ledger.release(rid, by="cleanup")
+        return done, failed
+
+
+def find_leftovers(scratch: Path, ledger: Ledger | None = None, force: bool = False) -> Leftovers:
+    """Cgroups and swap files of dead runs of this scratch directory.
+
+    From the ledger: cgroups and swap files not released whose creator is gone
+    (any, with force). From a scan: `boatload-<pid>-<rand>` cgroups at the top
+    of each cgroup hierarchy, in our own cgroup's lineage and next to the
+    ledger's, whose pid is dead (force does not apply: they may be another
+    scratch's live run), and swap files `<scratch>/swap/swap-<pid>-<rand>`
+    (in /proc/swaps or not) whose pid is dead (or any, with force)."""
+    scratch = Path(scratch).resolve()
+    ledger = ledger or Ledger(scratch)
+    swap_dir = scratch / "swap"
+    lo = Leftovers(ledger)
+    live: set[str] = set()
+    starts: dict[str, tuple[int | None, str | None]] = {}
+    parents: set[Path] = set()
+    for r in ledger.resources().values():
+        starts.setdefault(r.path, (r.pid, r.pid_start))
+    for rid, r in ledger.resources().items():
+        if r.released or r.kind not in ("cgroup", "swap"):
+            continue
+        p = Path(r.path)
+        if r.kind == "cgroup":
+            if not CGROUP_RE.match(p.name):
+                continue
+            parents.add(p.parent)
+        elif p.parent != swap_dir:
+            continue  # not under this scratch directory: never ours to touch
+        if not force and pid_alive(r.pid, r.pid_start):
+            live.add(r.path)
+            continue
+        lo.release.append((rid, r.kind, r.path))
+        if r.kind == "cgroup":
+            if _is_boatload_cgroup(p):
+                lo.cgroups.setdefault(r.path, []).append(rid)
+        else:
+            lo.swaps.setdefault(r.path, []).append(rid)
+            if isinstance(r.facts.get("inode"), int) and isinstance(r.facts.get("dev"), int):
+                lo.inodes[r.path] = (r.facts["inode"], r.facts["dev"])
+
+    def dead_by_name(name: str, regex, path: str, allow_force: bool) -> bool:
+        m = regex.match(name)
+        if not m:
+            return False
+        if force and allow_force:
+            return True
+        pid = int(m["pid"])
+        lpid, lstart = starts.get(path, (None, None))
+        return not pid_alive(pid, lstart if lpid == pid else None)
+
+    for h in hierarchies():
+        parents.add(h.mount)
+        parents.update(_lineage(h, include_own=True))
+    for parent in parents:
+        try:
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        for n in names:
+            p = str(parent / n)
+            if p in live or p in lo.cgroups or not dead_by_name(n, CGROUP_RE, p, allow_force=False):
+                continue
+            # found only by name: maybe another scratch's; without the rights to remove it, not our business
+            if _is_boatload_cgroup(Path(p)) and (os.geteuid() == 0 or _writable(parent)):
+                lo.cgroups[p] = []
+
+    candidates = set()
+    try:
+        candidates.update(str(swap_dir / n) for n in os.listdir(swap_dir))
+    except OSError:
+        pass
+    candidates.update(s for s in active_swaps() if Path(s).parent == swap_dir)
+    for p in sorted(candidates):
+        if p not in live and p not in lo.swaps and dead_by_name(Path(p).name, SWAP_RE, p, allow_force=True):
+            lo.swaps[p] = []
+    return lo
