@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import jsonschema
 import yaml
 
 from boatload.paths import repo_root
@@ -30,6 +29,8 @@ def _schema() -> dict:
 
 def validate(config: dict) -> dict:
     """Check `config` against the schema and the cross-references the schema cannot express."""
+    import jsonschema  # slow to import (about a second); only validation needs it
+
     validator = jsonschema.Draft202012Validator(_schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:

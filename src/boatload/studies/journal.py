@@ -1,0 +1,216 @@
+"""One run of the journal study: 1 KB files through create, random open/stat/read, delete.
+
+The original (an XFS mailing-list post, 250,000 x 1 KB files) compared an
+internal XFS log with and without barriers against an external log on a
+fast SSD. One run here is one worker `meta` call on a freshly made target:
+
+    boatload-worker meta --dir <target>/journal --files N --dirs D --size S
+        --phases create:seq,open:rand,stat:rand,read:rand,delete:seq --threads 1
+
+with the original's five steps in its order (`--dirs 0`: one flat directory,
+as the original's script made). The three settings are target options,
+provisioned by boatload.targets and passed through untouched here:
+
+- log placement: `log: {size_mb}` puts an external XFS log (ext4: an external
+  journal) on a second image in /dev/shm, our "fast SSD";
+- flushes: `write_cache: "write through"` tells the block layer that the
+  loop device has no volatile write cache, so the cache flushes (and FUA
+  writes) the file system asks for become no-ops. That is what XFS's
+  `nobarrier` mount option did: the log writes no longer wait for the
+  device to empty its cache. XFS deprecated `barrier`/`nobarrier` in Linux
+  4.10 and removed them in 4.19, and ext4's `barrier=0` only covers ext4, so
+  the device's cache mode is the one switch that drops flushes for both
+  file systems on today's kernels. Like `nobarrier` it is unsafe on a real
+  disk with a volatile cache; on our loop devices the flushes would have
+  reached the host's file system (fsync of the image) and its disk.
+
+Without root nothing is measured (the job is recorded as skipped with the
+reason): log placement and flushes mean nothing on a plain directory.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from boatload.runner import run_job
+from boatload.targets import Provisioned
+from boatload.worker import WorkerError, run_worker
+
+# (worker phase, worker order, the reference's name), in the original's order (#1..#5)
+PHASES = (
+    ("create", "sequential", "sequential_create"),
+    ("open", "random", "random_open"),
+    ("stat", "random", "random_stat"),
+    ("read", "random", "random_read"),
+    ("delete", "sequential", "sequential_delete"),
+)
+PHASE_ARG = "create:seq,open:rand,stat:rand,read:rand,delete:seq"
+
+
+def log_placement(target: dict) -> str:
+    return "external" if target.get("log") else "internal"
+
+
+def flushes(target: dict) -> str:
+    return "dropped" if target.get("write_cache") == "write through" else "honoured"
+
+
+def worker_args(root, job: dict) -> list[str]:
+    files, size = job["files"], job["file_size"]
+    return [
+        "--dir", str(root), "--files", str(files), "--dirs", str(min(job["dirs"], files)),
+        "--size", str(size), "--phases", PHASE_ARG, "--threads", "1", "--seed", str(job["seed"]),
+    ]
+
+
+def worker_failure(doc: dict) -> str:
+    """What went wrong, in one line, from a worker document whose status is not ok."""
+    error = doc.get("error") or {}
+    if not error:
+        return f"worker {doc['status']}"
+    return (f"worker {doc['status']}: {error.get('code')} ({error.get('message')}) "
+            f"in phase {error.get('phase')} at {error.get('where')}")
+
+
+def _phase_result(ph: dict, label: str) -> dict:
+    lat = ph.get("latency_us") or {}
+    return {
+        "phase": label,
+        "name": ph["name"],
+        "order": ph.get("order"),
+        "ops": ph["ops"],
+        "seconds": ph["seconds"],
+        "ops_per_s": ph["ops_per_s"] if ph["ops"] and ph["seconds"] > 0 else None,
+        "p50_us": lat.get("p50"),
+        "p99_us": lat.get("p99"),
+        "cpu_user_s": ph["cpu_user_s"],
+        "cpu_sys_s": ph["cpu_sys_s"],
+    }
+
+
+def measure(provisioned: Provisioned, job: dict) -> dict:
+    """The five phases on the target, in a fresh directory (a new file system's root holds lost+found)."""
+    root = provisioned.path / "journal"
+    root.mkdir()
+    base = {"files": job["files"], "file_size": job["file_size"], "dirs": job["dirs"]}
+    try:
+        doc = run_worker("meta", worker_args(root, job))
+    except WorkerError as exc:
+        return {**base, "status": "error", "reason": str(exc), "phases": [], "worker_result": None}
+    labels = {(name, order): label for name, order, label in PHASES}
+    phases = [_phase_result(ph, labels.get((ph["name"], ph.get("order")), ph["name"])) for ph in doc["phases"]]
+    reason = None if doc["status"] == "ok" else worker_failure(doc)
+    return {**base, "status": "ok" if doc["status"] == "ok" else "error", "reason": reason,
+            "phases": phases, "worker_result": doc}
+
+
+def jobs(config: dict) -> list[dict]:
+    """Every run at this config's scale: target x repetition."""
+    study = config["studies"]["journal"]
+    reps = study.get("repetitions", config["repetitions"])
+    return [
+        {
+            "study": "journal",
+            "scale": config["scale"],
+            "target": {"name": target, **config["targets"][target]},
+            "point": "meta",
+            "rep": rep,
+            "files": study["files"],
+            "file_size": study.get("file_size", 1024),
+            "dirs": study.get("dirs", 0),
+            "seed": config["seed"] + rep,
+        }
+        for target in study["targets"]
+        for rep in range(1, reps + 1)
+    ]
+
+
+def run(job: dict) -> dict:
+    """Provision, measure, tear down; without root the job is skipped (no stand-in directory)."""
+    return run_job("journal", job, measure, fallback_without_root=False)
+
+
+def summary(doc: dict) -> str:
+    """One line for the log."""
+    target = doc["job"]["target"]
+    rates = ", ".join(
+        f"{p['phase']} {p['ops_per_s']:.0f}/s" if p["ops_per_s"] else f"{p['phase']} -"
+        for p in doc["result"].get("phases", [])
+    )
+    return f"{target['name']} (log {log_placement(target)}, flushes {flushes(target)}): {doc['result']['files']} files: {rates}"
+
+
+SCHEMA = {
+    "host": pl.String,
+    "study": pl.String,
+    "target": pl.String,
+    "filesystem": pl.String,
+    "log": pl.String,
+    "flushes": pl.String,
+    "step": pl.Int64,
+    "phase": pl.String,
+    "rep": pl.Int64,
+    "files": pl.Int64,
+    "file_size": pl.Int64,
+    "ops": pl.Int64,
+    "seconds": pl.Float64,
+    "ops_per_s": pl.Float64,
+    "p50_us": pl.Float64,
+    "p99_us": pl.Float64,
+    "cpu_user_s": pl.Float64,
+    "cpu_sys_s": pl.Float64,
+    "status": pl.String,
+    "reason": pl.String,
+    "worker_version": pl.String,
+    "kernel": pl.String,
+    "started_at": pl.String,
+}
+
+SORT = ["target", "rep", "step"]
+
+
+def rows(doc: dict) -> list[dict]:
+    """One row per phase, in the original's order; phases that did not run have no numbers."""
+    result, job = doc["result"], doc["job"]
+    target = job["target"]
+    substituted = (doc.get("target") or {}).get("substituted")
+    done = {p["phase"]: p for p in result.get("phases", [])}
+    out = []
+    for step, (_, _, label) in enumerate(PHASES, start=1):
+        p = done.get(label)
+        if substituted:
+            status, reason = "skipped", substituted
+        elif p is None:
+            status = "skipped" if result["status"] == "skipped" else "error"
+            reason = result.get("reason") or "phase not run"
+        elif p["ops"] != result.get("files", job["files"]):
+            status, reason = "error", result.get("reason") or f"{p['ops']} of {job['files']} files"
+        else:
+            status, reason = "ok", None
+        p = p or {}
+        out.append({
+            "host": doc["machine"]["host"],
+            "study": doc["study"],
+            "target": target["name"],
+            "filesystem": (doc.get("target") or {}).get("fs") or target.get("fs"),
+            "log": log_placement(target),
+            "flushes": flushes(target),
+            "step": step,
+            "phase": label,
+            "rep": job["rep"],
+            "files": job["files"],
+            "file_size": job.get("file_size"),
+            "ops": p.get("ops"),
+            "seconds": p.get("seconds"),
+            "ops_per_s": p.get("ops_per_s"),
+            "p50_us": p.get("p50_us"),
+            "p99_us": p.get("p99_us"),
+            "cpu_user_s": p.get("cpu_user_s"),
+            "cpu_sys_s": p.get("cpu_sys_s"),
+            "status": status,
+            "reason": reason,
+            "worker_version": doc["worker"]["version"],
+            "kernel": doc["machine"]["kernel"],
+            "started_at": doc["started_at"],
+        })
+    return out

@@ -1,0 +1,468 @@
+"""One run of the tmpfs study: bonnie++'s six small-file tests, tmpfs vs ext3, inside and beyond memory.
+
+The original (a 2008 blog post) ran `bonnie++ -f -s 0 -n N:250000:0:1000`
+(N x 1024 files of 0..250,000 bytes in 1000 directories) on a 4 GB machine:
+20k files (about 2.5 GB) fit in RAM, 50k files (6.25 GB) did not, and
+beyond RAM tmpfs lost its lead because its pages went to swap.
+
+**Memory.** Instead of a machine with little RAM, the measuring process runs
+in a cgroup memory limit of M = `memory_limit_mb` (null: the machine's RAM)
+with a swap file of `swap_mb` (boatload.memlimit). Page-cache and tmpfs pages
+are charged to the cgroup of the process that writes them, so once the files
+outgrow M, tmpfs pages go to the swap file and ext3's clean pages are dropped
+(its dirty ones written back first): that is what makes "beyond RAM" real at
+hundreds of MB. The number of files of a working-set multiple w is
+round(w x M MiB / (size_max / 2)), the mean of bonnie's uniform sizes 0..max;
+w <= 1 is labelled "fits in RAM", w > 1 "beyond RAM".
+
+**The worker's bonnie.** One `meta` call does bonnie's six tests in its order
+on two trees, one after the other (the second made after the first is gone):
+
+    create:seq, stat:seq, read:seq, delete:seq, create:rand, stat:rand, read:rand, delete:rand
+
+over `--files N --dirs D --size 0:MAX --content random --threads 1` (one
+process, as bonnie++; random bytes, so nothing can store a page as "all zero").
+
+- Create: `openat(O_CREAT|O_EXCL)` + write the file's bytes + close.
+- Read: bonnie++'s "Read" of `-n` is not a read test but `stat()` of each
+  file, and, when the file has data (max size > 0), open + read of all of it +
+  close (bon_file.cpp, COpenTest::stat_file). So our "read" is the worker's
+  `stat` phase and then its `read` phase (open, read to EOF, close) in the
+  same order, and the rate is files / (stat seconds + read seconds). The CPU
+  share adds both phases' CPU over both phases' time. p50/p99 are the sums of
+  the two phases' percentiles (an approximation: there is no per-file
+  histogram of stat+read). Small differences: the worker opens and reads a
+  0-byte file too, bonnie++ only stats it; bonnie's sequential stat follows
+  readdir order, the worker's index order (the creation order).
+- Delete: `unlinkat`, then the directories.
+- Random: the worker's random order is a keyed permutation of all files;
+  bonnie++ instead creates names whose random part comes first, in numeric
+  order, then stats and deletes in a shuffled order.
+
+**bonnie++ itself** runs as a peer job (point `ws<w>-bonnie`) when the
+config's `peers` has `bonnie`: `bonnie++ -s 0 -n K:MAX:0:D -u root -q -z SEED
+-d DIR` inside the same memory limit, with K = round(files / 1024) (bonnie
+counts in 1024s), parsed by boatload.peers.bonnie. Its tests that take less
+than 500 ms print `+++++` and have no rate here (null); its latency is the
+slowest single operation, not a percentile (`max_us`).
+
+**Sizes.** The target must hold the whole working set: an estimate of
+files x (size_max / 2 + 4 KiB), the mean file plus page rounding, must fit in
+the target's `size_mb` (for a loop image, 90 % of it, for the file system's
+own structures), and a tmpfs working set beyond M must fit in M plus the
+swap file; otherwise jobs() raises a ConfigError naming the field.
+
+**The disk behind ext3.** An ext3 loop image is a file on the host's file
+system. Read through the host's page cache, its blocks stay in host memory
+outside the cgroup (the loop driver's I/O is not charged to our cgroup v1
+memory limit), so "beyond RAM" ext3 would read from RAM after all, while
+tmpfs's swap file is read from the disk. With `loop_direct_io` (default on)
+the loop device is switched to direct I/O (`losetup --direct-io=on`) before
+the run: pages the limit pushes out of ext3's cache are then read back from
+the disk, as tmpfs's are from swap on the same disk. On one quick-scale run
+(1.6 x 512 MiB) that took ext3's sequential read from about 6,800 to 2,600
+files/s. Where the loop driver refuses direct I/O, the run goes on without
+it and the rows say so (`loop_direct_io` false, and the reason).
+
+Without root nothing is measured: the job is recorded as skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from boatload import memlimit, system
+from boatload.config import ConfigError
+from boatload.paths import scratch_dir, worker_binary
+from boatload.peers import bonnie
+from boatload.runner import run_job
+from boatload.targets import Provisioned, _find_tool
+from boatload.worker import WorkerError
+
+MiB = 1024 * 1024
+PAGE = 4096
+LOOP_USABLE = 0.9  # share of a loop image the files may take (inode tables, journal, indirect blocks)
+
+# The reference's names for bonnie's six tests, in bonnie's order, and the
+# worker phases (indexes into PHASES) that make each.
+PHASES = ("create:seq", "stat:seq", "read:seq", "delete:seq", "create:rand", "stat:rand", "read:rand", "delete:rand")
+TESTS = (
+    ("sequential_create", (0,)),
+    ("sequential_read", (1, 2)),
+    ("sequential_delete", (3,)),
+    ("random_create", (4,)),
+    ("random_read", (5, 6)),
+    ("random_delete", (7,)),
+)
+TOOLS = {"worker": "boatload-worker", "bonnie": "bonnie++"}
+
+
+# --------------------------------------------------------------------------
+# sizes
+
+
+def memory_limit_mb(study: dict) -> int:
+    """M in MiB: the configured limit, or the machine's RAM when it is null."""
+    configured = study.get("memory_limit_mb")
+    return int(configured) if configured else system.memory_bytes() // MiB
+
+
+def working_set_files(w: float, limit_mb: int, size_max: int) -> int:
+    """round(w x M / mean file size), the mean of uniform 0..size_max being size_max / 2."""
+    if size_max <= 0:
+        raise ConfigError("config: studies.tmpfs.size_max: must be > 0 to size the working set in files")
+    return max(1, round(w * limit_mb * MiB / (size_max / 2)))
+
+
+def footprint_mb(files: int, size_max: int) -> float:
+    """What the files take: the mean size plus page rounding, per file."""
+    return files * (size_max / 2 + PAGE) / MiB
+
+
+def working_set_label(w: float) -> str:
+    return "fits in RAM" if w <= 1 else "beyond RAM"
+
+
+def check_sizes(target: dict, w: float, files: int, size_max: int, limit_mb: int, swap_mb: int) -> None:
+    """The target holds the working set, and tmpfs beyond the limit has swap for the rest."""
+    need = footprint_mb(files, size_max)
+    name, size = target["name"], target.get("size_mb")
+    usable = size if target.get("kind") == "tmpfs" else (size * LOOP_USABLE if size else None)
+    if usable is not None and need > usable:
+        raise ConfigError(
+            f"config: targets.{name}.size_mb: {size} MiB cannot hold the working set of "
+            f"studies.tmpfs.working_set {w:g} ({files} files of up to {size_max} bytes, about {need:.0f} MiB); "
+            f"make targets.{name}.size_mb at least {need / (1 if target.get('kind') == 'tmpfs' else LOOP_USABLE):.0f} "
+            "or lower the working set"
+        )
+    if target.get("kind") == "tmpfs" and need > limit_mb + swap_mb:
+        raise ConfigError(
+            f"config: studies.tmpfs.swap_mb: {swap_mb} MiB of swap and a {limit_mb} MiB limit cannot hold "
+            f"the tmpfs working set {w:g} (about {need:.0f} MiB); make studies.tmpfs.swap_mb at least {need - limit_mb:.0f}"
+        )
+
+
+# --------------------------------------------------------------------------
+# jobs
+
+
+def point(w: float, tool: str) -> str:
+    return f"ws{w:g}" if tool == "worker" else f"ws{w:g}-{tool}"
+
+
+def jobs(config: dict) -> list[dict]:
+    """Every run at this config's scale: target x working set x (worker, peers) x repetition."""
+    study = config["studies"]["tmpfs"]
+    reps = study.get("repetitions", config["repetitions"])
+    limit_mb = memory_limit_mb(study)
+    swap_mb = study.get("swap_mb", 0)
+    size_max = study.get("size_max", 250000)
+    dirs = study.get("dirs", 1000)
+    tools = ["worker", *[p for p in study.get("peers", []) if p == "bonnie"]]
+    out = []
+    for name in study["targets"]:
+        target = {"name": name, **config["targets"][name]}
+        for w in study["working_set"]:
+            worker_files = working_set_files(w, limit_mb, size_max)
+            for tool in tools:
+                files_k = bonnie.files_k(worker_files) if tool == "bonnie" else None
+                files = files_k * 1024 if files_k else worker_files
+                check_sizes(target, w, files, size_max, limit_mb, swap_mb)
+                for rep in range(1, reps + 1):
+                    out.append({
+                        "study": "tmpfs",
+                        "scale": config["scale"],
+                        "target": target,
+                        "point": point(w, tool),
+                        "rep": rep,
+                        "tool": tool,
+                        "working_set": w,
+                        "files": files,
+                        "bonnie_files_k": files_k,
+                        "dirs": min(dirs, files),
+                        "size_min": 0,
+                        "size_max": size_max,
+                        "memory_limit_mb": limit_mb,
+                        "memory_limit_configured": study.get("memory_limit_mb"),
+                        "swap_mb": swap_mb,
+                        "loop_direct_io": study.get("loop_direct_io", True),
+                        "seed": config["seed"] + rep,
+                    })
+    return out
+
+
+# --------------------------------------------------------------------------
+# measuring
+
+
+def worker_args(root: Path, job: dict) -> list[str]:
+    return [
+        "--dir", str(root), "--files", str(job["files"]), "--dirs", str(job["dirs"]),
+        "--size", f"{job['size_min']}:{job['size_max']}", "--content", "random",
+        "--phases", ",".join(PHASES), "--threads", "1", "--seed", str(job["seed"]),
+    ]
+
+
+def run_worker_limited(limit, args: list[str]) -> dict:
+    """boatload.worker.run_worker, but started inside the memory limit (Limit.run)."""
+    with tempfile.TemporaryDirectory(prefix="boatload-worker-") as tmp:
+        out = Path(tmp) / "result.json"
+        argv = [str(worker_binary()), "meta", *args, "--out", str(out)]
+        proc = limit.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        if proc.returncode == 2 or not out.exists():
+            how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+            raise WorkerError(f"worker meta failed ({how}): {(proc.stderr or '').strip()}")
+        return json.loads(out.read_text())
+
+
+def _sum(values):
+    values = list(values)
+    return None if not values or any(v is None for v in values) else sum(values)
+
+
+def worker_tests(doc: dict, files: int) -> list[dict]:
+    """bonnie's six tests from the worker's eight phases (see the module docstring)."""
+    phases = doc["phases"]
+    out = []
+    for step, (test, idx) in enumerate(TESTS, start=1):
+        got = [phases[i] for i in idx if i < len(phases)]
+        for i, ph in zip(idx, got):
+            name, order = PHASES[i].split(":")
+            if ph["name"] != name or ph.get("order", "sequential")[:3] != order[:3]:
+                raise WorkerError(f"worker phase {i} is {ph['name']}:{ph.get('order')}, expected {PHASES[i]}")
+        if len(got) < len(idx):
+            out.append({"test": test, "step": step, "ops": None, "seconds": None, "ops_per_s": None,
+                        "cpu_pct": None, "p50_us": None, "p99_us": None, "max_us": None, "complete": False})
+            continue
+        seconds = sum(ph["seconds"] for ph in got)
+        cpu = sum(ph["cpu_user_s"] + ph["cpu_sys_s"] for ph in got)
+        ops = min(ph["ops"] for ph in got)
+        lats = [ph.get("latency_us") or {} for ph in got]
+        out.append({
+            "test": test,
+            "step": step,
+            "ops": ops,
+            "seconds": seconds,
+            "ops_per_s": ops / seconds if ops and seconds > 0 else None,
+            "cpu_pct": 100 * cpu / seconds if seconds > 0 else None,
+            "p50_us": _sum(lat.get("p50") for lat in lats),
+            "p99_us": _sum(lat.get("p99") for lat in lats),
+            "max_us": _sum(lat.get("max") for lat in lats),
+            "complete": ops == files,
+        })
+    return out
+
+
+def bonnie_tests(parsed: dict) -> list[dict]:
+    out = []
+    for step, t in enumerate(parsed["tests"], start=1):
+        out.append({
+            "test": t["test"],
+            "step": step,
+            "ops": parsed["files"],
+            "seconds": None,
+            "ops_per_s": t["ops_per_s"],
+            "cpu_pct": t["cpu_pct"],
+            "p50_us": None,
+            "p99_us": None,
+            "max_us": t["latency_max_us"],
+            "too_fast": t["too_fast"],
+            "complete": True,
+        })
+    return out
+
+
+def memory_stats(stats: dict) -> dict:
+    """peak_mb, swap_used_mb and oom_events out of Limit.stats().
+
+    swap_used_mb is the most swap the cgroup held at once (`swap_peak_bytes`;
+    with cgroup v1 a lower bound: memory+swap peak minus memory peak), not
+    what it holds at the end, when the files are gone."""
+    def mb(name):
+        return stats[name] / MiB if stats.get(name) is not None else None
+
+    return {
+        "peak_mb": mb("peak_bytes"),
+        "swap_used_mb": mb("swap_peak_bytes") if stats.get("swap_peak_bytes") is not None else mb("swap_bytes"),
+        "swap_end_mb": mb("swap_bytes"),
+        "oom_events": stats.get("oom_kills"),
+    }
+
+
+def set_loop_direct_io(provisioned: Provisioned) -> tuple[bool | None, str | None]:
+    """Switch the target's loop device to direct I/O: (on?, why not). None: not a loop target."""
+    device = provisioned.provenance.get("loop_device")
+    if not device:
+        return None, None
+    losetup = _find_tool("losetup")
+    if losetup is None:
+        return False, "losetup is not installed"
+    r = subprocess.run([losetup, "--direct-io=on", device], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    dio = Path(f"/sys/block/{Path(device).name}/loop/dio")
+    on = dio.is_file() and dio.read_text().strip() == "1"
+    if on:
+        return True, None
+    why = (r.stderr or r.stdout).strip().splitlines()
+    return False, f"losetup --direct-io=on {device} failed (exit {r.returncode}: {why[-1] if why else 'dio still 0'})"
+
+
+def measure(provisioned: Provisioned, job: dict) -> dict:
+    """bonnie's six tests (by the worker or by bonnie++) inside the memory limit."""
+    check_sizes(job["target"], job["working_set"], job["files"], job["size_max"], job["memory_limit_mb"], job["swap_mb"])
+    base = {
+        "tool": TOOLS[job["tool"]], "files": job["files"], "working_set": job["working_set"],
+        "memory_limit_mb": job["memory_limit_mb"], "swap_mb": job["swap_mb"],
+        "tests": [], "memory": None, "memory_limit": None, "worker_result": None, "bonnie": None,
+        "loop_direct_io": None, "loop_direct_io_note": None,
+    }
+    if job["tool"] == "bonnie" and bonnie.executable() is None:
+        return {**base, "status": "skipped", "reason": "bonnie++ is not installed (Debian package bonnie++)"}
+
+    root = provisioned.path / "tmpfs"
+    root.mkdir()
+    status, reason = "ok", None
+    if job.get("loop_direct_io", True):
+        base["loop_direct_io"], base["loop_direct_io_note"] = set_loop_direct_io(provisioned)
+    elif provisioned.provenance.get("loop_device"):
+        base["loop_direct_io"] = False
+    try:
+        with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch_dir()) as limit:
+            try:
+                if job["tool"] == "worker":
+                    doc = run_worker_limited(limit, worker_args(root, job))
+                    base["worker_result"] = doc
+                    base["tests"] = worker_tests(doc, job["files"])
+                    if doc["status"] != "ok":
+                        status, reason = "error", _worker_failure(doc)
+                else:
+                    run = bonnie.run(root, job["bonnie_files_k"], job["size_max"], job["dirs"],
+                                     size_min=job["size_min"], seed=job["seed"], runner=limit.run)
+                    base["bonnie"] = {**run, "version": bonnie.version()}
+                    base["tests"] = bonnie_tests(run["result"])
+            except (WorkerError, bonnie.BonnieError) as exc:
+                status, reason = "error", str(exc)
+            base["memory_limit"] = limit.provenance
+        raw = limit.stats()  # after the block: the numbers taken at teardown
+    except memlimit.MemoryLimitError as exc:
+        return {**base, "status": "error", "reason": f"memory limit: {exc}"}
+    base["memory"] = {**memory_stats(raw), "raw": raw}
+    if status == "error" and base["memory"]["oom_events"]:
+        reason = f"{reason} ({base['memory']['oom_events']} OOM event(s) in the memory limit)"
+    return {**base, "status": status, "reason": reason}
+
+
+def _worker_failure(doc: dict) -> str:
+    error = doc.get("error") or {}
+    if not error:
+        return f"worker {doc['status']}"
+    return (f"worker {doc['status']}: {error.get('code')} ({error.get('message')}) "
+            f"in phase {error.get('phase')} at {error.get('where')}")
+
+
+def run(job: dict) -> dict:
+    """Provision, measure, tear down; without root the job is skipped (no stand-in directory)."""
+    return run_job("tmpfs", job, measure, fallback_without_root=False)
+
+
+def summary(doc: dict) -> str:
+    """One line for the log."""
+    r, job = doc["result"], doc["job"]
+    rates = ", ".join(f"{t['test']} {t['ops_per_s']:.0f}/s" if t["ops_per_s"] else f"{t['test']} -" for t in r["tests"])
+    swap = (r.get("memory") or {}).get("swap_used_mb")
+    swap_text = f", swap {swap:.0f} MiB" if swap is not None else ""
+    return (f"{job['target']['name']} {r['tool']} w={job['working_set']:g} ({job['files']} files, "
+            f"limit {job['memory_limit_mb']} MiB{swap_text}): {rates}")
+
+
+# --------------------------------------------------------------------------
+# the tidy table
+
+SCHEMA = {
+    "host": pl.String,
+    "study": pl.String,
+    "target": pl.String,
+    "filesystem": pl.String,
+    "working_set": pl.Float64,
+    "working_set_label": pl.String,
+    "files": pl.Int64,
+    "tool": pl.String,
+    "step": pl.Int64,
+    "test": pl.String,
+    "rep": pl.Int64,
+    "ops": pl.Int64,
+    "seconds": pl.Float64,
+    "ops_per_s": pl.Float64,
+    "cpu_pct": pl.Float64,
+    "p50_us": pl.Float64,
+    "p99_us": pl.Float64,
+    "max_us": pl.Float64,
+    "memory_limit_mb": pl.Int64,
+    "loop_direct_io": pl.Boolean,
+    "swap_used_mb": pl.Float64,
+    "peak_mb": pl.Float64,
+    "status": pl.String,
+    "reason": pl.String,
+    "worker_version": pl.String,
+    "kernel": pl.String,
+    "started_at": pl.String,
+}
+
+SORT = ["target", "working_set", "tool", "rep", "step"]
+
+
+def rows(doc: dict) -> list[dict]:
+    """One row per test, in bonnie's order; tests that did not run have no numbers."""
+    result, job = doc["result"], doc["job"]
+    substituted = (doc.get("target") or {}).get("substituted")
+    memory = result.get("memory") or {}
+    done = {t["test"]: t for t in result.get("tests", [])}
+    out = []
+    for step, (test, _) in enumerate(TESTS, start=1):
+        t = done.get(test)
+        if substituted:
+            status, reason = "skipped", substituted
+        elif t is None or t["ops_per_s"] is None and not t.get("too_fast"):
+            status = "skipped" if result["status"] == "skipped" else "error"
+            reason = result.get("reason") or "test not run"
+        elif not t.get("complete", True):
+            status, reason = "error", result.get("reason") or f"{t['ops']} of {job['files']} files"
+        elif t.get("too_fast"):
+            status, reason = "ok", "bonnie++: under 500 ms, too fast to time (+++++)"
+        else:
+            status, reason = "ok", result.get("loop_direct_io_note")
+        t = t or {}
+        out.append({
+            "host": doc["machine"]["host"],
+            "study": doc["study"],
+            "target": job["target"]["name"],
+            "filesystem": (doc.get("target") or {}).get("fs") or job["target"].get("fs"),
+            "working_set": float(job["working_set"]),
+            "working_set_label": working_set_label(job["working_set"]),
+            "files": job["files"],
+            "tool": TOOLS[job["tool"]],
+            "step": step,
+            "test": test,
+            "rep": job["rep"],
+            "ops": t.get("ops"),
+            "seconds": t.get("seconds"),
+            "ops_per_s": t.get("ops_per_s"),
+            "cpu_pct": t.get("cpu_pct"),
+            "p50_us": t.get("p50_us"),
+            "p99_us": t.get("p99_us"),
+            "max_us": t.get("max_us"),
+            "memory_limit_mb": job["memory_limit_mb"],
+            "loop_direct_io": result.get("loop_direct_io"),
+            "swap_used_mb": memory.get("swap_used_mb"),
+            "peak_mb": memory.get("peak_mb"),
+            "status": status,
+            "reason": reason,
+            "worker_version": doc["worker"]["version"],
+            "kernel": doc["machine"]["kernel"],
+            "started_at": doc["started_at"],
+        })
+    return out

@@ -1,0 +1,117 @@
+"""The journal study: its jobs, one real run on a ci-sized xfs target, the tidy table, no root."""
+
+import json
+import os
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from boatload import targets
+from boatload.studies import journal
+from boatload.tidy import tidy
+from conftest import ROOT, ours_left
+
+root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
+PHASES = ["sequential_create", "random_open", "random_stat", "random_read", "sequential_delete"]
+
+
+def config(name):
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+def job_for(cfg, target):
+    return next(j for j in journal.jobs(cfg) if j["target"]["name"] == target and j["rep"] == 1)
+
+
+@pytest.fixture
+def scratch(tmp_path, worker, monkeypatch):
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
+    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
+    yield tmp_path / "scratch"
+    assert ours_left(tmp_path / "scratch") == []
+
+
+@pytest.mark.parametrize("name", ["ci.yaml", "config.yaml", "full.yaml"])
+def test_jobs_one_per_target_and_repetition(name):
+    cfg = config(name)
+    study = cfg["studies"]["journal"]
+    jobs = journal.jobs(cfg)
+    reps = study.get("repetitions", cfg["repetitions"])
+    assert len(jobs) == len(study["targets"]) * reps
+    keys = {(j["target"]["name"], j["point"], j["rep"]) for j in jobs}
+    assert len(keys) == len(jobs)
+    for j in jobs:
+        # the target spec is passed through untouched (write_cache, log: provision's business)
+        assert {k: v for k, v in j["target"].items() if k != "name"} == cfg["targets"][j["target"]["name"]]
+        assert j["files"] == study["files"] and j["point"] == "meta"
+    labels = {(journal.log_placement(j["target"]), journal.flushes(j["target"])) for j in jobs}
+    assert labels == {("internal", "honoured"), ("internal", "dropped"), ("external", "honoured")}
+
+
+def test_worker_arguments_are_the_originals_five_steps(tmp_path):
+    job = job_for(config("ci.yaml"), "xfs-log-internal")
+    args = journal.worker_args(tmp_path, job)
+    assert args[args.index("--phases") + 1] == "create:seq,open:rand,stat:rand,read:rand,delete:seq"
+    assert args[args.index("--dirs") + 1] == "0"  # one flat directory, as the original
+    assert args[args.index("--size") + 1] == "1024"
+
+
+def _tidy(docs, tmp_path):
+    raw = []
+    for i, doc in enumerate(docs):
+        path = tmp_path / f"raw{i}.json"
+        path.write_text(json.dumps(doc))
+        raw.append(path)
+    return tidy("journal", raw, tmp_path / "journal.parquet")
+
+
+@root
+def test_a_ci_job_on_xfs_measures_the_five_phases(scratch, tmp_path):
+    cfg = config("ci.yaml")
+    job = job_for(cfg, "xfs-log-internal")
+    doc = journal.run(job)
+    assert doc["result"]["status"] == "ok", doc["result"]["reason"]
+    assert doc["result"]["worker_result"]["workload"] == "meta"
+    assert doc["target_provenance"]["kernel_fs"] == "xfs"
+    rows = journal.rows(doc)
+    assert [r["phase"] for r in rows] == PHASES
+    for r in rows:
+        assert r["ops"] == r["files"] == cfg["studies"]["journal"]["files"]
+        assert r["ops_per_s"] > 0 and r["seconds"] > 0 and r["p99_us"] >= r["p50_us"] > 0
+        assert r["status"] == "ok" and r["log"] == "internal" and r["flushes"] == "honoured"
+    assert "sequential_create" in journal.summary(doc)
+
+    table = _tidy([doc], tmp_path)
+    assert dict(table.schema) == journal.SCHEMA
+    assert table.height == 5 and table["phase"].to_list() == PHASES
+    assert pl.read_parquet(tmp_path / "journal.parquet").equals(table)
+
+
+@root
+def test_external_log_and_dropped_flushes_are_labelled(scratch):
+    cfg = config("ci.yaml")
+    if "log" not in targets.FIELDS:
+        pytest.skip("boatload.targets does not take `log`/`write_cache` yet")
+    for name, log, flushes in (("ext4-journal-external", "external", "honoured"),
+                               ("xfs-log-internal-noflush", "internal", "dropped")):
+        doc = journal.run(job_for(cfg, name))
+        assert doc["result"]["status"] == "ok", doc["result"]["reason"]
+        rows = journal.rows(doc)
+        assert {(r["log"], r["flushes"], r["status"]) for r in rows} == {(log, flushes, "ok")}
+        assert all(r["ops_per_s"] > 0 for r in rows)
+
+
+def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, tmp_path):
+    monkeypatch.setattr(targets, "_is_root", lambda: False)
+    doc = journal.run(job_for(config("ci.yaml"), "xfs-log-internal"))
+    assert doc["result"]["status"] == "skipped"
+    assert "not root" in doc["result"]["reason"] and "needs root" in doc["result"]["reason"]
+    assert doc["target_provenance"] is None
+    assert not Path(scratch, "images").exists() or not any(Path(scratch, "images").iterdir())
+    table = _tidy([doc], tmp_path)
+    assert dict(table.schema) == journal.SCHEMA
+    assert table["status"].to_list() == ["skipped"] * 5
+    assert table["ops_per_s"].null_count() == 5
+    assert all("not root" in r for r in table["reason"])

@@ -1,0 +1,245 @@
+"""The tmpfs study: its jobs and sizes, bonnie++'s CSV, real ci-sized runs in a memory limit, no root."""
+
+import json
+import os
+import re
+import subprocess
+
+import pytest
+import yaml
+
+from boatload import targets
+from boatload.config import ConfigError
+from boatload.peers import bonnie
+from boatload.studies import tmpfs
+from boatload.tidy import tidy
+from conftest import ROOT, ours_left
+
+root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
+needs_bonnie = pytest.mark.skipif(bonnie.executable() is None, reason="bonnie++ is not installed")
+TESTS = ["sequential_create", "sequential_read", "sequential_delete", "random_create", "random_read", "random_delete"]
+
+
+def config(name):
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+def job_for(cfg, target, w, tool="worker"):
+    if tool == "bonnie":  # ci.yaml runs no peers; the same sizes with bonnie++ as the peer
+        cfg["studies"]["tmpfs"]["peers"] = ["bonnie"]
+    return next(j for j in tmpfs.jobs(cfg) if j["target"]["name"] == target and j["working_set"] == w
+                and j["tool"] == tool and j["rep"] == 1)
+
+
+@pytest.fixture
+def scratch(tmp_path, worker, monkeypatch):
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
+    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
+    yield tmp_path / "scratch"
+    assert ours_left(tmp_path / "scratch") == []
+
+
+def _tidy(docs, tmp_path):
+    raw = []
+    for i, doc in enumerate(docs):
+        path = tmp_path / f"raw{i}.json"
+        path.write_text(json.dumps(doc))
+        raw.append(path)
+    return tidy("tmpfs", raw, tmp_path / "tmpfs.parquet")
+
+
+# -- jobs and sizes ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["ci.yaml", "config.yaml", "full.yaml"])
+def test_jobs_target_by_working_set_by_tool_by_repetition(name):
+    cfg = config(name)
+    study = cfg["studies"]["tmpfs"]
+    jobs = tmpfs.jobs(cfg)
+    reps = study.get("repetitions", cfg["repetitions"])
+    tools = 1 + ("bonnie" in study.get("peers", []))
+    assert len(jobs) == len(study["targets"]) * len(study["working_set"]) * tools * reps
+    assert len({(j["target"]["name"], j["point"], j["rep"]) for j in jobs}) == len(jobs)
+    limit = study["memory_limit_mb"]
+    for j in jobs:
+        assert all(re.fullmatch(r"[A-Za-z0-9._-]+", j["point"]) for j in jobs)
+        n = round(j["working_set"] * limit * 2**20 / (study["size_max"] / 2))
+        if j["tool"] == "worker":
+            assert j["point"] == f"ws{j['working_set']:g}" and j["files"] == n
+        else:
+            assert j["point"] == f"ws{j['working_set']:g}-bonnie" and j["files"] == max(1, round(n / 1024)) * 1024
+
+
+def test_the_full_scale_is_the_originals_20k_and_about_50k_files():
+    jobs = {(j["working_set"], j["tool"]): j for j in tmpfs.jobs(config("full.yaml"))}
+    assert jobs[(0.6, "bonnie")]["bonnie_files_k"] == 20
+    assert 48 <= jobs[(1.6, "bonnie")]["bonnie_files_k"] <= 55
+    assert jobs[(1.6, "bonnie")]["size_max"] == 250000 and jobs[(1.6, "bonnie")]["dirs"] == 1000
+
+
+def test_a_target_too_small_for_the_working_set_is_a_config_error_naming_the_field():
+    cfg = config("ci.yaml")
+    cfg["targets"]["tmpfs"]["size_mb"] = 96  # holds 0.6 x 64 MiB of files, not 1.6 x
+    with pytest.raises(ConfigError, match=r"targets\.tmpfs\.size_mb: 96 MiB cannot hold .*working_set 1\.6"):
+        tmpfs.jobs(cfg)
+    cfg = config("ci.yaml")
+    cfg["studies"]["tmpfs"]["swap_mb"] = 0
+    with pytest.raises(ConfigError, match=r"studies\.tmpfs\.swap_mb"):
+        tmpfs.jobs(cfg)
+
+
+# -- bonnie++'s CSV ------------------------------------------------------------
+
+# A format-1.98 line as bonnie++ 2.00a prints it (-n 50:250000:0:1000: field 24
+# empty, the directories in 25), with numbers, "+++++" and latencies in us/ms/s.
+LINE = ("1.98,2.00a,box,1,1700000000,,,,,,,,,,,,,,,,,50,250000,,,1000,"
+        "409,6,78,2,+++++,+++,416,11,49,2,62921,97,,,,,,,12ms,350us,87us,2s,1.5ms,400us")
+
+
+def test_bonnie_csv_fields_and_too_fast():
+    r = bonnie.parse_csv(LINE + "\n")[0]
+    assert (r["bonnie_version"], r["files"], r["max_size"], r["min_size"], r["num_dirs"]) == ("2.00a", 51200, 250000, 0, 1000)
+    tests = {t["test"]: t for t in r["tests"]}
+    assert list(tests) == TESTS
+    assert (tests["sequential_create"]["ops_per_s"], tests["sequential_create"]["cpu_pct"]) == (409, 6)
+    assert (tests["sequential_read"]["ops_per_s"], tests["random_read"]["ops_per_s"]) == (78, 49)
+    assert tests["sequential_delete"] == {"test": "sequential_delete", "csv_name": "seq_del", "ops_per_s": None,
+                                          "cpu_pct": None, "too_fast": True, "latency_max_us": 87.0}
+    assert tests["random_delete"]["ops_per_s"] == 62921 and not tests["random_delete"]["too_fast"]
+    assert [t["latency_max_us"] for t in r["tests"]] == [12000, 350, 87, 2e6, 1500, 400]
+    rows = tmpfs.bonnie_tests(r)
+    assert [t["ops_per_s"] for t in rows] == [409, 78, None, 416, 49, 62921]
+    with pytest.raises(bonnie.BonnieError, match="format version"):
+        bonnie.parse_csv("1.03d,box,...\n")
+    with pytest.raises(bonnie.BonnieError, match="no CSV line"):
+        bonnie.parse_csv("# nothing\n")
+
+
+def _text_table(text):
+    """bonnie++'s own text table (stderr with -q): the six tests' /sec and %CP."""
+    for line in text.splitlines():
+        if re.match(r"\s*\d+(:\d+:\d+)?(/\d+)?\s", line):
+            return line.split()[1:]
+    raise AssertionError(f"no result line in:\n{text}")
+
+
+@root
+@needs_bonnie
+@pytest.mark.parametrize("n", ["1:4096:0:4", "8:0:0:1"])
+def test_bonnie_parser_on_real_output_agrees_with_its_text_table(tmp_path, n):
+    files_k, size_max, _, dirs = map(int, n.split(":"))
+    d = tmp_path / "b"
+    d.mkdir()
+    proc = subprocess.run(bonnie.argv(d, files_k, size_max, dirs, seed=7), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    r = bonnie.parse_csv(proc.stdout)[0]
+    assert (r["files"], r["max_size"], r["num_dirs"], r["seed"]) == (files_k * 1024, size_max or None, dirs, 7)
+    # The text table says which tests were too fast and their %CP as the CSV does.
+    # (Its /sec is not the CSV's: 2.00a prints files per one second there.)
+    text = _text_table(proc.stderr)
+    for i, t in enumerate(r["tests"]):
+        rate, cpu = text[2 * i], text[2 * i + 1]
+        if rate.startswith("+"):
+            assert t["too_fast"] and t["ops_per_s"] is None and t["cpu_pct"] is None
+        else:
+            assert not t["too_fast"] and t["ops_per_s"] > 0 and t["cpu_pct"] == float(cpu)
+        assert t["latency_max_us"] > 0
+    assert list(d.iterdir()) == []  # bonnie++ cleans up after itself
+
+
+# -- the worker's bonnie -------------------------------------------------------
+
+
+class NoLimit:
+    """Limit.run without a limit: for the parts that do not need a cgroup."""
+
+    provenance = {"none": True}
+
+    def run(self, argv, **kwargs):
+        return subprocess.run(argv, **kwargs)
+
+    def stats(self):
+        return {}
+
+
+def test_the_worker_does_bonnies_six_tests_in_bonnies_order(worker, tmp_path, monkeypatch):
+    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
+    job = job_for(config("ci.yaml"), "tmpfs", 0.6)
+    d = tmp_path / "w"
+    d.mkdir()
+    doc = tmpfs.run_worker_limited(NoLimit(), tmpfs.worker_args(d, job))
+    assert doc["status"] == "ok"
+    assert [(p["name"], p["order"][:3]) for p in doc["phases"]] == [
+        ("create", "seq"), ("stat", "seq"), ("read", "seq"), ("delete", "seq"),
+        ("create", "ran"), ("stat", "ran"), ("read", "ran"), ("delete", "ran")]
+    tests = tmpfs.worker_tests(doc, job["files"])
+    assert [t["test"] for t in tests] == TESTS
+    stat, read = doc["phases"][1], doc["phases"][2]
+    seq_read = tests[1]
+    # bonnie's "Read" is stat + read of each file: one rate over both phases' time
+    assert seq_read["seconds"] == pytest.approx(stat["seconds"] + read["seconds"])
+    assert seq_read["ops_per_s"] == pytest.approx(job["files"] / (stat["seconds"] + read["seconds"]))
+    assert seq_read["p50_us"] == pytest.approx(stat["latency_us"]["p50"] + read["latency_us"]["p50"])
+    for t in tests:
+        assert t["ops"] == job["files"] and t["ops_per_s"] > 0 and 0 < t["cpu_pct"] <= 100 * 1.05
+    assert list(d.iterdir()) == []
+
+
+# -- real runs -----------------------------------------------------------------
+
+
+@root
+def test_ci_runs_in_the_memory_limit_inside_and_beyond_it(scratch, tmp_path):
+    cfg = config("ci.yaml")
+    docs = {}
+    for target in ("tmpfs", "ext3"):
+        for w in (0.6, 1.6):
+            doc = tmpfs.run(job_for(cfg, target, w))
+            assert doc["result"]["status"] == "ok", doc["result"]["reason"]
+            docs[(target, w)] = doc
+            rows = tmpfs.rows(doc)
+            assert [r["test"] for r in rows] == TESTS
+            for r in rows:
+                assert r["status"] == "ok" and r["ops"] == r["files"] and r["ops_per_s"] > 0, r
+                assert r["tool"] == "boatload-worker" and r["memory_limit_mb"] == cfg["studies"]["tmpfs"]["memory_limit_mb"]
+                assert r["working_set_label"] == ("fits in RAM" if w < 1 else "beyond RAM")
+                # ext3's loop image is read with direct I/O: from the disk, not the host's page cache
+                assert r["loop_direct_io"] is (True if target == "ext3" else None) and r["reason"] is None
+            assert rows[0]["peak_mb"] <= cfg["studies"]["tmpfs"]["memory_limit_mb"] * 1.01
+    # Beyond the limit, tmpfs pages go to the swap file; inside it they stay in memory.
+    assert tmpfs.rows(docs[("tmpfs", 1.6)])[0]["swap_used_mb"] > 0
+    assert (tmpfs.rows(docs[("tmpfs", 0.6)])[0]["swap_used_mb"] or 0) < tmpfs.rows(docs[("tmpfs", 1.6)])[0]["swap_used_mb"]
+    table = _tidy(list(docs.values()), tmp_path)
+    assert dict(table.schema) == tmpfs.SCHEMA and table.height == 4 * 6
+
+
+@root
+@needs_bonnie
+def test_ci_bonnie_peer_runs_in_the_memory_limit(scratch, tmp_path):
+    job = job_for(config("ci.yaml"), "tmpfs", 1.6, "bonnie")
+    doc = tmpfs.run(job)
+    assert doc["result"]["status"] == "ok", doc["result"]["reason"]
+    k = job["bonnie_files_k"]
+    assert k == round(job_for(config("ci.yaml"), "tmpfs", 1.6)["files"] / 1024) and job["files"] == k * 1024
+    assert doc["result"]["bonnie"]["argv"][1:5] == ["-s", "0", "-n", f"{k}:65536:0:10"]
+    assert doc["result"]["bonnie"]["result"]["files"] == job["files"]
+    rows = tmpfs.rows(doc)
+    assert [r["test"] for r in rows] == TESTS and {r["tool"] for r in rows} == {"bonnie++"}
+    for r in rows:  # a rate, or bonnie's "+++++" said so
+        assert r["status"] == "ok" and (r["ops_per_s"] > 0 if r["ops_per_s"] is not None else "+++++" in r["reason"])
+    assert rows[0]["swap_used_mb"] > 0
+    table = _tidy([doc], tmp_path)
+    assert dict(table.schema) == tmpfs.SCHEMA
+
+
+def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, tmp_path):
+    monkeypatch.setattr(targets, "_is_root", lambda: False)
+    docs = [tmpfs.run(job_for(config("ci.yaml"), "tmpfs", 0.6, tool)) for tool in ("worker", "bonnie")]
+    for doc in docs:
+        assert doc["result"]["status"] == "skipped" and "not root" in doc["result"]["reason"]
+        assert doc["target_provenance"] is None
+    table = _tidy(docs, tmp_path)
+    assert dict(table.schema) == tmpfs.SCHEMA
+    assert table.height == 12 and set(table["status"]) == {"skipped"}
+    assert table["ops_per_s"].null_count() == 12
+    assert set(table["tool"]) == {"boatload-worker", "bonnie++"}
