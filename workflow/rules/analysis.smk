@@ -24,19 +24,23 @@ rule provenance:
         "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} --order-seed {params.seed} {input:q}"
 
 
-rule notebook_forest:
+rule notebook:
+    # One papermill notebook per study; it writes the study's table, its
+    # summary (the numbers the paper quotes) and its figures
+    # results/figures/<study>-<name>.{svg,png,pdf,vl.json}.
     input:
-        notebook="notebooks/forest.ipynb",
-        data=f"{RUNS}/forest.parquet",
-        reference="data/reference/forest.csv",
+        notebook="notebooks/{study}.ipynb",
+        data=f"{RUNS}/{{study}}.parquet",
+        reference="data/reference/{study}.csv",
         provenance="results/provenance.json",
     output:
-        notebook="results/notebooks/forest.ipynb",
-        table="results/tables/forest.csv",
-        summary="results/tables/forest-summary.json",
-        figures=expand("results/figures/forest-rates.{ext}", ext=["svg", "png", "pdf", "vl.json"]),
+        notebook="results/notebooks/{study}.ipynb",
+        table="results/tables/{study}.csv",
+        summary="results/tables/{study}-summary.json",
     log:
-        "results/logs/notebook_forest.log",
+        "results/logs/notebook_{study}.log",
+    wildcard_constraints:
+        study="|".join(ANALYSED) or "none",
     shell:
         "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
         "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results "

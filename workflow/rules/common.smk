@@ -12,6 +12,8 @@ RUNS = f"data/runs/{HOST}"
 CONFIGFILE = os.path.relpath(str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1]))
 # The studies this config asks for and this version of boatload can run.
 STUDIES = [name for name in NAMES if name in config["studies"]]
+# Studies whose notebook exists: each brings a table, a summary and figures to the paper.
+ANALYSED = [name for name in STUDIES if os.path.exists(f"notebooks/{name}.ipynb")]
 
 # Nix puts the worker in the store and says where; otherwise we build it here.
 WORKER = os.environ.get("BOATLOAD_WORKER") or "native/build/boatload-worker"
