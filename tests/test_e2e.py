@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 import yaml
 
+from boatload.studies import NAMES, study
 from conftest import ours_left
 
 pytestmark = pytest.mark.e2e
@@ -29,8 +30,11 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
 
     plan = snakemake(workdir, "--configfile", "config/ci.yaml", "--dry-run")
     assert plan.returncode == 0, plan.stderr
+    # Every study's every job is planned.
+    all_jobs = sum(len(study(name).jobs(config)) for name in NAMES if name in config["studies"])
+    assert set(NAMES) == {"degradation", "journal", "forest", "filecount", "tmpfs"}
+    assert any(line.split() == ["measure", str(all_jobs)] for line in plan.stdout.splitlines()), plan.stdout
     planned = len(forest["targets"]) * len(forest["methods"]) * config["repetitions"]
-    assert any(line.split() == ["measure", str(planned)] for line in plan.stdout.splitlines()), plan.stdout
 
     first = snakemake(workdir, "--configfile", "config/ci.yaml")
     assert first.returncode == 0, first.stderr[-4000:]
@@ -40,6 +44,11 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
     assert pdf.read_bytes().startswith(b"%PDF")
 
     host = next((workdir / "data" / "runs").iterdir())
+    for name in NAMES:
+        table = pl.read_parquet(host / f"{name}.parquet")
+        assert table.height > 0, name
+        if os.geteuid() == 0:
+            assert (table["status"] != "error").all(), (name, table.filter(pl.col("status") == "error"))
     runs = pl.read_parquet(host / "forest.parquet")
     assert runs.height == planned
     assert set(runs["method"]) == set(forest["methods"])
@@ -73,6 +82,7 @@ def test_ctrl_c_mid_run_leaves_no_mount_or_loop_device(workdir):
     config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())
     config["targets"]["ext4"]["size_mb"] = 256
     config["studies"]["forest"].update(shape=[100, 1000], methods=["touch-each"], targets=["ext4"], time_cap_s=120)
+    config["studies"] = {"forest": config["studies"]["forest"]}
     (workdir / "config" / "slow.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/slow.yaml"],

@@ -74,6 +74,7 @@ __all__ = [
     "Provisioned",
     "provision",
     "cleanup",
+    "set_loop_direct_io",
     "KINDS",
     "FILESYSTEMS",
 ]
@@ -1312,3 +1313,22 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
         err.done = done
         raise err
     return done
+
+
+def set_loop_direct_io(provisioned: Provisioned) -> tuple[bool | None, str | None]:
+    """Switch the target's loop device to direct I/O: (on?, why not); None for other targets.
+
+    Then the image's I/O bypasses the host's page cache, so a memory limit
+    around the measured process also holds for the device under it."""
+    device = provisioned.provenance.get("loop_device")
+    if not device:
+        return None, None
+    losetup = shutil.which("losetup")
+    if losetup is None:
+        return False, "losetup is not installed (Debian package mount)"
+    r = subprocess.run([losetup, "--direct-io=on", device], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    dio = Path(f"/sys/block/{Path(device).name}/loop/dio")
+    if dio.is_file() and dio.read_text().strip() == "1":
+        return True, None
+    said = (r.stderr or r.stdout).strip().splitlines()
+    return False, f"losetup --direct-io=on {device} failed (exit {r.returncode}: {said[-1] if said else 'dio still 0'})"

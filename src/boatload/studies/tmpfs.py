@@ -81,7 +81,7 @@ from boatload.config import ConfigError
 from boatload.paths import scratch_dir, worker_binary
 from boatload.peers import bonnie
 from boatload.runner import run_job
-from boatload.targets import Provisioned, _find_tool
+from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError
 
 MiB = 1024 * 1024
@@ -292,23 +292,6 @@ def memory_stats(stats: dict) -> dict:
         "swap_end_mb": mb("swap_bytes"),
         "oom_events": stats.get("oom_kills"),
     }
-
-
-def set_loop_direct_io(provisioned: Provisioned) -> tuple[bool | None, str | None]:
-    """Switch the target's loop device to direct I/O: (on?, why not). None: not a loop target."""
-    device = provisioned.provenance.get("loop_device")
-    if not device:
-        return None, None
-    losetup = _find_tool("losetup")
-    if losetup is None:
-        return False, "losetup is not installed"
-    r = subprocess.run([losetup, "--direct-io=on", device], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    dio = Path(f"/sys/block/{Path(device).name}/loop/dio")
-    on = dio.is_file() and dio.read_text().strip() == "1"
-    if on:
-        return True, None
-    why = (r.stderr or r.stdout).strip().splitlines()
-    return False, f"losetup --direct-io=on {device} failed (exit {r.returncode}: {why[-1] if why else 'dio still 0'})"
 
 
 def measure(provisioned: Provisioned, job: dict) -> dict:

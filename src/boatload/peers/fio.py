@@ -1,0 +1,141 @@
+"""fio as a peer of the worker's `randio`: the same random-I/O job, fio's numbers.
+
+The job is vdbench's `rdpct=70, xfersize=8k, seekpct=100, forthreads=64` over
+k files, as the worker runs it:
+
+    fio --name=filecount --directory=DIR --filename=f000:f001:... --filesize=S
+        --ioengine=psync --thread --numjobs=T --rw=randrw --rwmixread=P --bs=X
+        --direct=0|1 --time_based --runtime=D --file_service_type=random
+        --norandommap --randrepeat=0 --randseed=SEED --invalidate=0
+        --allow_file_create=0 --group_reporting --lat_percentiles=1
+        --unified_rw_reporting=both --output-format=json
+
+- `--filename` lists the k files by name (the worker's names, `f000`...), so
+  all T jobs (threads) open the SAME k files, not T x k files of their own;
+  `--file_service_type=random` picks a file at random for every I/O, as the
+  worker does; `--norandommap` draws offsets with replacement, like the worker.
+- The files are laid out beforehand by the worker's `randio --prepare` (the
+  same content, fdatasync'ed), so fio neither creates nor extends anything
+  (`--allow_file_create=0`) and the buffered run starts with the page cache
+  as warm as the worker's own run (`--invalidate=0`: fio would otherwise drop
+  the files' cached pages before starting).
+- psync is one pread/pwrite per I/O per thread, the worker's loop.
+- `--group_reporting` sums the T jobs; `--unified_rw_reporting=both` adds a
+  "mixed" section with the latency of reads and writes together.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+
+class FioError(RuntimeError):
+    """fio is missing, failed, or printed no usable JSON."""
+
+
+def version() -> str | None:
+    exe = shutil.which("fio")
+    if exe is None:
+        return None
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+
+def file_names(k: int) -> list[str]:
+    """The worker's randio names: f000..f<k-1>, padded to max(3, digits(k-1))."""
+    width = max(3, len(str(k - 1)))
+    return [f"f{i:0{width}d}" for i in range(k)]
+
+
+def randrw_argv(
+    directory: Path, files: int, file_size: int, *, threads: int, xfer: int, read_pct: float,
+    duration_s: float, direct: bool, seed: int,
+) -> list[str]:
+    """The fio command line of the filecount job."""
+    exe = shutil.which("fio")
+    if exe is None:
+        raise FioError("fio is not installed (Debian package fio)")
+    runtime_ms = max(1, round(duration_s * 1000))
+    return [
+        exe, "--name=filecount", f"--directory={directory}",
+        "--filename=" + ":".join(file_names(files)), f"--filesize={file_size}",
+        "--ioengine=psync", "--thread", f"--numjobs={threads}",
+        "--rw=randrw", f"--rwmixread={read_pct:g}", f"--bs={xfer}", f"--direct={int(direct)}",
+        "--time_based", f"--runtime={runtime_ms}ms", "--file_service_type=random",
+        "--norandommap", "--randrepeat=0", f"--randseed={seed}", "--invalidate=0",
+        "--allow_file_create=0", "--group_reporting", "--lat_percentiles=1",
+        "--unified_rw_reporting=both", "--output-format=json",
+    ]
+
+
+def json_doc(text: str) -> dict:
+    """The JSON document in fio's stdout (it may print lines before it)."""
+    start = text.find("{")
+    if start < 0:
+        raise FioError(f"fio printed no JSON: {text[:300]!r}")
+    try:
+        return json.loads(text[start:])
+    except json.JSONDecodeError as exc:
+        raise FioError(f"fio's JSON does not parse ({exc}): {text[start:start + 300]!r}") from None
+
+
+def run(argv: list[str], timeout_s: float) -> dict:
+    """Run fio; its JSON document."""
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        said = (proc.stderr.strip() or proc.stdout.strip())[-600:]
+        raise FioError(f"fio exited {proc.returncode}: {said}")
+    return json_doc(proc.stdout)
+
+
+def _p99_us(section: dict) -> float | None:
+    pct = (section.get("lat_ns") or {}).get("percentile") or (section.get("clat_ns") or {}).get("percentile") or {}
+    value = pct.get("99.000000")
+    return value / 1000 if value is not None else None
+
+
+def parse_randrw(doc: dict) -> dict:
+    """Totals of the (group-reported) job: IOPS, read share, bandwidth, latency.
+
+    IOPS are fio's own (I/Os over each direction's runtime); latency is fio's
+    total latency (`lat_ns`: submission to completion; with psync the time of
+    the pread/pwrite), mean and 99th percentile over reads and writes together
+    (the "mixed" section; without it, the mean weighted by I/Os and the larger
+    of the two p99s)."""
+    jobs = doc.get("jobs") or []
+    if len(jobs) != 1:
+        raise FioError(f"expected one (group-reported) job in fio's JSON, found {len(jobs)}")
+    job = jobs[0]
+    if job.get("error"):
+        raise FioError(f"fio job error {job['error']}")
+    read, write = job["read"], job["write"]
+    reads, writes = int(read["total_ios"]), int(write["total_ios"])
+    total = reads + writes
+    if total == 0:
+        raise FioError("fio did no I/O")
+    mixed = job.get("mixed")
+    if mixed and mixed.get("total_ios"):
+        lat_mean_us = mixed["lat_ns"]["mean"] / 1000
+        lat_p99_us = _p99_us(mixed)
+    else:
+        lat_mean_us = (read["lat_ns"]["mean"] * reads + write["lat_ns"]["mean"] * writes) / total / 1000
+        p99s = [p for p in (_p99_us(read) if reads else None, _p99_us(write) if writes else None) if p is not None]
+        lat_p99_us = max(p99s) if p99s else None
+    runtime_ms = max(read.get("runtime", 0), write.get("runtime", 0))
+    return {
+        "ops": total,
+        "reads": reads,
+        "writes": writes,
+        "seconds": runtime_ms / 1000 if runtime_ms else None,
+        "iops": read["iops"] + write["iops"],
+        "read_iops": read["iops"],
+        "write_iops": write["iops"],
+        "read_pct_measured": 100 * reads / total,
+        "mb_per_s": (read["bw_bytes"] + write["bw_bytes"]) / 1e6,
+        "lat_mean_us": lat_mean_us,
+        "lat_p99_us": lat_p99_us,
+        "fio_version": doc.get("fio version"),
+    }

@@ -1,0 +1,447 @@
+"""The degradation study: a big file's throughput as small files pile up beside it.
+
+The original (a 1 GB RAM VM): a file of twice MemTotal, written five times
+with `dd bs=12M oflag=direct` and read five times with a buffered `dd`
+(512-byte blocks), on an empty file system, after 1,000,000 and after
+2,000,000 more small files (0..6552 bytes, random bytes) in a random folder
+tree. Writes fell from ~620 to ~370 MB/s, reads from ~147 to ~130 MB/s.
+
+Ours, one job per target and repetition (point `stages`), because the stages
+build on each other on one file system: provision once, then for the stages
+0, N and 2N extra files:
+
+1. add N small files (none before stage 0; see "the small files");
+2. `runs` x `seqio --mode write --direct --block <block> --size 2M MiB`
+   (dd `oflag=direct`; each run truncates the file first, as dd does);
+3. `runs` x `seqio --mode read --block 512` (dd's default block, buffered).
+
+**Memory.** The original's file was twice the VM's RAM, so a buffered read
+could not be served from the page cache. We put every worker call of the job
+(fill, writes, reads) in one cgroup memory limit of M MiB
+(`memory_limit_mb`, boatload.memlimit; no swap) and make the file 2 x M MiB:
+the job sees an M-MiB machine, as the original's whole VM had 1 GB. With
+`memory_limit_mb: null` there is no cgroup and M is the machine's MemTotal,
+as in the original.
+
+**The disk.** A loop target's image is a file on the host's file system. Read
+or written through the host's page cache, it would stay in host memory,
+outside the cgroup (the loop driver's I/O is not charged to it), and neither
+the O_DIRECT writes nor the reads the limit pushes out of the target's cache
+would reach a disk. With `loop_direct_io` (default on) the loop device is
+switched to direct I/O (`losetup --direct-io=on`) first, so they go on to
+the host's disk; where that fails the run goes on and the result says so
+(`loop_direct_io` false, `loop_direct_io_note`).
+
+**The small files.** The original's generator made a fresh `mktemp -d`
+folder under /tmp/boatload per call, holding `$RANDOM/2` (0..16383) files of
+`8 * ($RANDOM/40)` (0..6552) bytes from /dev/urandom, and was called until
+1,000,000 files were made: about 122 flat folders of random size per
+million. Each stage after the first adds N files with one call of the
+worker's `tree --layout random --max-depth 1 --files N --files-per-dir-max
+16383 --size 0:<file_size_max> --size-align 8 --content random` (a fresh
+seed per stage) into `boatload/` on the target, which holds the folders of
+both stages side by side, as /tmp/boatload did: folders with 10-character
+random names, each with a uniform 1..16383 files (the last what is left),
+sizes uniform over the multiples of 8 up to 6552. What remains different
+(native/README.md): no folder is empty, `$RANDOM/40` was not quite
+uniform, the bytes are the worker's seeded pseudo-random stream rather than
+/dev/urandom, and one process makes all files rather than one `dd` per
+file (the fill is not measured). The files on disk are counted after each
+stage.
+
+**Space.** The target must hold the big file and 2N small files. The job
+checks this before anything runs (from `targets.<name>.size_mb` when the
+jobs are made, from the mounted file system's free space and free inodes
+when it runs) and fails with a ConfigError naming `targets.<name>.size_mb`.
+
+**The image.** A loop target's image is a sparse file on the host; the first
+write to a block of it makes the host file system allocate that block. So
+that stage 0 does not pay for that and the later stages not, the job first
+writes the target's free space once (O_DIRECT, untimed, kept in the result
+as `precondition`) and deletes that file.
+
+Without root (no loop device, no cgroup) the job is recorded as skipped with
+the reason: a plain directory on the host file system says nothing about a
+file system filling up. So is a job with a memory limit when
+boatload.memlimit is not installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import json
+import math
+import os
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+import polars as pl
+
+from boatload import system
+from boatload.config import ConfigError
+from boatload.paths import scratch_dir, worker_binary
+from boatload.runner import run_job
+from boatload.targets import Provisioned, set_loop_direct_io
+from boatload.worker import WorkerError, run_worker
+
+BIG_FILE = "dd"
+PRECONDITION_FILE = "precondition"
+SMALL_ROOT = "boatload"
+FOLDER_MAX = 16383  # bash $RANDOM/2
+SIZE_ALIGN = 8  # dd bs=8 count=$RANDOM/40
+READ_BLOCK = 512  # dd's default block size
+OPS = ("write_odirect", "read")
+SIZE_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+# Per small file beyond its data blocks: directory entry, and for xfs the
+# dynamically allocated inode (512 bytes); a rough upper bound for ext too.
+PER_FILE_OVERHEAD = 544
+
+
+def parse_size(text: str | int) -> int:
+    text = str(text).strip().upper()
+    suffix = text[-1] if text[-1] in SIZE_SUFFIX and not text[-1].isdigit() else ""
+    return int(text[: len(text) - len(suffix)]) * SIZE_SUFFIX[suffix]
+
+
+def memory_mb(limit_mb: int | None) -> int:
+    """M: the limit, or (null) the machine's MemTotal in MiB."""
+    return limit_mb if limit_mb is not None else system.memory_bytes() // (1 << 20)
+
+
+def mean_allocation(size_max: int, block: int = 4096) -> float:
+    """Mean bytes allocated for a file of uniform size 0..size_max (whole blocks)."""
+    total = 0
+    # sizes 1..size_max in runs of `block`: ceil(s / block) blocks each (size 0: none)
+    for k in range(1, math.ceil(size_max / block) + 1):
+        lo, hi = (k - 1) * block + 1, min(k * block, size_max)
+        total += (hi - lo + 1) * k * block
+    return total / (size_max + 1)
+
+
+def space_needed(file_bytes: int, extra_files: int, size_max: int, block: int = 4096) -> int:
+    """Bytes the big file and the 2N small files take, roughly (2 % slack)."""
+    small = 2 * extra_files * (mean_allocation(size_max, block) + PER_FILE_OVERHEAD)
+    return int((file_bytes + small) * 1.02)
+
+
+def _too_small(name: str, what: str) -> ConfigError:
+    return ConfigError(
+        f"config: targets.{name}.size_mb: too small for the degradation study: {what}; raise "
+        f"targets.{name}.size_mb, or lower studies.degradation.extra_files or studies.degradation.memory_limit_mb"
+    )
+
+
+def jobs(config: dict) -> list[dict]:
+    """Every run at this config's scale: target x repetition, each all three stages."""
+    study = config["studies"]["degradation"]
+    reps = study.get("repetitions", config["repetitions"])
+    out = []
+    for target in study["targets"]:
+        spec = config["targets"][target]
+        job = {
+            "study": "degradation",
+            "scale": config["scale"],
+            "target": {"name": target, **spec},
+            "point": "stages",
+            "extra_files": study["extra_files"],
+            "memory_limit_mb": study["memory_limit_mb"],
+            "file_size_max": study.get("file_size_max", 6552),
+            "block": str(study.get("block", "12M")),
+            "runs": study.get("runs", 5),
+            "loop_direct_io": study.get("loop_direct_io", True),
+        }
+        if spec.get("kind") != "dir" and spec.get("size_mb") is not None:
+            file_bytes = 2 * memory_mb(job["memory_limit_mb"]) << 20
+            need = space_needed(file_bytes, job["extra_files"], job["file_size_max"])
+            if need > spec["size_mb"] << 20:
+                raise _too_small(target, f"{spec['size_mb']} MB cannot hold the {file_bytes >> 20} MiB file and "
+                                         f"2 x {job['extra_files']} small files (about {need >> 20} MiB)")
+        out += [{**job, "rep": rep, "seed": config["seed"] + rep} for rep in range(1, reps + 1)]
+    return out
+
+
+def count_tree(root: Path) -> tuple[int, int]:
+    """(regular files, directories) below root."""
+    files = dirs = 0
+    stack = [str(root)]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    dirs += 1
+                    stack.append(e.path)
+                else:
+                    files += 1
+    return files, dirs
+
+
+def _check_space(provisioned: Provisioned, job: dict, file_bytes: int, folders: int) -> dict:
+    """Free space and inodes of the mounted target against what the job will put there."""
+    st = os.statvfs(provisioned.path)
+    name = provisioned.spec.name
+    free = st.f_bavail * st.f_frsize
+    need = space_needed(file_bytes, job["extra_files"], job["file_size_max"], st.f_bsize or 4096)
+    check = {"free_bytes": free, "needed_bytes": need, "free_inodes": st.f_ffree if st.f_files else None,
+             "needed_inodes": 2 * job["extra_files"] + folders + 2}
+    if provisioned.spec.kind == "dir":
+        return check
+    if free < need:
+        raise _too_small(name, f"the file system has {free >> 20} MiB free, the {file_bytes >> 20} MiB file and "
+                               f"2 x {job['extra_files']} small files need about {need >> 20} MiB")
+    if st.f_files and st.f_ffree < check["needed_inodes"]:
+        raise _too_small(name, f"the file system has {st.f_ffree} free inodes, 2 x {job['extra_files']} small "
+                               f"files and their folders need {check['needed_inodes']} (ext: one inode per "
+                               f"16 KiB of image unless targets.{name}.mkfs_options sets -N)")
+    return check
+
+
+class _Plain:
+    """No cgroup (memory_limit_mb: null): run the worker as it is."""
+
+    provenance = {"cgroup": None, "limit_mb": None}
+
+    def run(self, argv, **kwargs):
+        return subprocess.run(argv, **kwargs)
+
+    def stats(self) -> dict:
+        return {}
+
+
+@contextlib.contextmanager
+def _limit(limit_mb: int | None):
+    if limit_mb is None:
+        yield _Plain()
+        return
+    try:
+        memlimit = importlib.import_module("boatload.memlimit")
+    except ImportError as exc:
+        raise RuntimeError(f"degradation: boatload.memlimit is not available ({exc}); "
+                           "the memory limit cannot be set") from None
+    with memlimit.memory_limit(limit_mb, 0, scratch_dir()) as lim:
+        yield lim
+
+
+def _worker(lim, workload: str, args: list[str]) -> dict:
+    """boatload.worker.run_worker, but through the memory limit's runner."""
+    with tempfile.TemporaryDirectory(prefix="boatload-worker-") as tmp:
+        out = Path(tmp) / "result.json"
+        argv = [str(worker_binary()), workload, *args, "--out", str(out)]
+        proc = lim.run(argv, capture_output=True, text=True)
+        if proc.returncode == 2 or not out.exists():
+            raise WorkerError(f"worker {workload} failed (exit {proc.returncode}): {(proc.stderr or '').strip()}")
+        return json.loads(out.read_text())
+
+
+def _failed(doc: dict) -> str | None:
+    if doc["status"] == "ok":
+        return None
+    err = doc.get("error") or {}
+    return f"{doc['workload']}: {err.get('message', doc['status'])} ({err.get('code')} at {err.get('where')})"
+
+
+def _precondition(provisioned: Provisioned, block: int) -> dict | None:
+    """Write the free space of a loop target once, untimed, and delete the file.
+
+    A loop target's image is a sparse file: the first write to any of its
+    blocks makes the host file system allocate it, later writes overwrite.
+    Without this, the stage-0 writes would pay for that allocation and the
+    later stages not, which looks like the opposite of a degradation. The
+    target's file systems are mounted without `discard`, so deleting the
+    file leaves the image's blocks allocated on the host."""
+    if provisioned.spec.kind != "loop":
+        return None
+    st = os.statvfs(provisioned.path)
+    free = st.f_bavail * st.f_frsize
+    size = (free - max(free // 50, 64 << 20)) // (1 << 20) * (1 << 20)
+    if size <= 0:
+        return None
+    doc = run_worker("seqio", [
+        "--dir", str(provisioned.path), "--file", PRECONDITION_FILE, "--mode", "write", "--direct",
+        "--block", str(block), "--size", str(size),
+    ])
+    (provisioned.path / PRECONDITION_FILE).unlink(missing_ok=True)
+    return doc
+
+
+def measure(provisioned: Provisioned, job: dict) -> dict:
+    """The three stages on one file system: fill, write the big file, read it."""
+    limit_mb = job["memory_limit_mb"]
+    if limit_mb is not None and importlib.util.find_spec("boatload.memlimit") is None:
+        return {"status": "skipped", "reason": "boatload.memlimit is not available: no memory limit, no measurement"}
+    m = memory_mb(limit_mb)
+    file_bytes = 2 * m << 20
+    block = parse_size(job["block"])
+    n = job["extra_files"]
+    folders = 2 * (n // (FOLDER_MAX // 2) + 2)  # about one per 8192 files
+    space = _check_space(provisioned, job, file_bytes, folders)
+    loop_dio, loop_dio_note = set_loop_direct_io(provisioned) if job.get("loop_direct_io", True) else (None, None)
+    precondition = _precondition(provisioned, block)
+    if precondition and (why := _failed(precondition)):
+        return {"status": "error", "reason": f"preconditioning the image: {why}", "precondition": precondition}
+    small_root = provisioned.path / SMALL_ROOT
+    small_root.mkdir()
+    stages: list[dict] = []
+    result = {
+        "status": "ok",
+        "reason": None,
+        "memory_limit_mb": m,
+        "memory_limit": "cgroup" if limit_mb is not None else "machine",
+        "file_bytes": file_bytes,
+        "block": block,
+        "read_block": READ_BLOCK,
+        "runs": job["runs"],
+        "space": space,
+        "loop_direct_io": loop_dio,
+        "loop_direct_io_note": loop_dio_note,
+        "precondition": precondition,
+        "stages": stages,
+        "worker_result": None,
+        "memlimit": None,
+    }
+    with _limit(limit_mb) as lim:
+        result["memlimit"] = lim.provenance
+        for stage in range(3):
+            extra = stage * n
+            fill = None
+            why = None
+            if stage > 0:
+                fill = _worker(lim, "tree", [
+                    "--dir", str(small_root), "--allow-existing", "--layout", "random", "--max-depth", "1",
+                    "--files", str(n), "--files-per-dir-max", str(FOLDER_MAX),
+                    "--size", f"0:{job['file_size_max']}", "--size-align", str(SIZE_ALIGN), "--content", "random",
+                    "--seed", str(job["seed"] * 1000 + stage),
+                ])
+                why = _failed(fill)
+            files_on_disk, dirs_on_disk = count_tree(small_root)
+            record = {
+                "stage": stage,
+                "extra_files": extra,
+                "files_on_disk": files_on_disk,
+                "folders_on_disk": dirs_on_disk,
+                "fill_seconds": fill["phases"][0]["seconds"] if fill else 0.0,
+                "fill": fill,
+                "usage": provisioned.usage(),
+                "write": None,
+                "read": None,
+                "memory": None,
+            }
+            stages.append(record)
+            if why:
+                result.update(status="error", reason=f"stage {stage}, adding small files: {why}")
+                break
+            common = ["--dir", str(provisioned.path), "--file", BIG_FILE, "--runs", str(job["runs"])]
+            record["write"] = _worker(lim, "seqio", [
+                *common, "--mode", "write", "--direct", "--block", str(block), "--size", str(file_bytes),
+                "--seed", str(job["seed"]),
+            ])
+            result["worker_result"] = result["worker_result"] or record["write"]
+            if (why := _failed(record["write"])):
+                result.update(status="error", reason=f"stage {stage}, O_DIRECT write: {why}")
+                break
+            record["read"] = _worker(lim, "seqio", [*common, "--mode", "read", "--block", str(READ_BLOCK)])
+            record["memory"] = lim.stats()
+            if (why := _failed(record["read"])):
+                result.update(status="error", reason=f"stage {stage}, buffered read: {why}")
+                break
+        big = provisioned.path / BIG_FILE
+        result["big_file_bytes"] = big.stat().st_size if big.exists() else None
+    result["memory_final"] = lim.stats()  # after teardown: the numbers taken at the end
+    return result
+
+
+def run(job: dict) -> dict:
+    """Provision the job's target, run the three stages, tear down; the raw result."""
+    return run_job("degradation", job, measure, fallback_without_root=False)
+
+
+def _median_rate(stage: dict, op: str) -> float | None:
+    doc = stage.get("write" if op == "write_odirect" else "read")
+    if not doc:
+        return None
+    return statistics.median(p["mb_per_s"] for p in doc["phases"])
+
+
+def summary(doc: dict) -> str:
+    """One line for the log: median MB/s per op at 0, N and 2N extra files."""
+    r = doc["result"]
+    if r["status"] != "ok":
+        return f"{doc['job']['target']['name']}: {r['status']} ({r['reason']})"
+    parts = []
+    for op in OPS:
+        rates = [_median_rate(s, op) for s in r["stages"]]
+        parts.append(f"{op} " + " -> ".join("-" if x is None else f"{x:.0f}" for x in rates) + " MB/s")
+    extras = "/".join(str(s["extra_files"]) for s in r["stages"])
+    return (f"{doc['job']['target']['name']}: {r['file_bytes'] >> 20} MiB file, limit {r['memory_limit_mb']} MiB; "
+            + ", ".join(parts) + f" at {extras} extra files")
+
+
+SCHEMA = {
+    "host": pl.String,
+    "study": pl.String,
+    "target": pl.String,
+    "filesystem": pl.String,
+    "rep": pl.Int64,
+    "stage": pl.Int64,
+    "extra_files": pl.Int64,
+    "files_on_disk": pl.Int64,
+    "op": pl.String,
+    "run": pl.Int64,
+    "block": pl.Int64,
+    "bytes": pl.Int64,
+    "seconds": pl.Float64,
+    "mb_per_s": pl.Float64,
+    "memory_limit_mb": pl.Int64,
+    "file_bytes": pl.Int64,
+    "loop_direct_io": pl.Boolean,
+    "status": pl.String,
+    "reason": pl.String,
+    "worker_version": pl.String,
+    "kernel": pl.String,
+    "started_at": pl.String,
+}
+
+SORT = ["target", "rep", "extra_files", "op", "run"]
+
+
+def rows(doc: dict) -> list[dict]:
+    """One row per (stage, op, run); a skipped job is one row saying why."""
+    result, job = doc["result"], doc["job"]
+    base = {
+        "host": doc["machine"]["host"],
+        "study": doc["study"],
+        "target": job["target"]["name"],
+        "filesystem": doc["target"]["fs"],
+        "rep": job["rep"],
+        "memory_limit_mb": result.get("memory_limit_mb"),
+        "file_bytes": result.get("file_bytes"),
+        "loop_direct_io": result.get("loop_direct_io"),
+        "status": result["status"],
+        "reason": result.get("reason"),
+        "worker_version": doc["worker"]["version"],
+        "kernel": doc["machine"]["kernel"],
+        "started_at": doc["started_at"],
+    }
+    out = []
+    for stage in result.get("stages", []):
+        for op, key, block in (("write_odirect", "write", result["block"]), ("read", "read", result["read_block"])):
+            for p in (stage.get(key) or {}).get("phases", []):
+                out.append({
+                    **base,
+                    "stage": stage["stage"],
+                    "extra_files": stage["extra_files"],
+                    "files_on_disk": stage["files_on_disk"],
+                    "op": op,
+                    "run": p["run"] + 1,
+                    "block": block,
+                    "bytes": p["bytes"],
+                    "seconds": p["seconds"],
+                    "mb_per_s": p["mb_per_s"],
+                })
+    if not out:
+        out.append({**base, "stage": None, "extra_files": None, "files_on_disk": None, "op": None, "run": None,
+                    "block": None, "bytes": None, "seconds": None, "mb_per_s": None})
+    return out

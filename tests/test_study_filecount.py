@@ -1,0 +1,144 @@
+"""The filecount study: its jobs, fio's command and parser, and (as root) a real
+ci-scale run of every job with the worker and the fio peer."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from boatload import targets
+from boatload.peers import fio
+from boatload.studies import filecount
+from conftest import ROOT, ours_left
+
+IS_ROOT = os.geteuid() == 0
+
+
+def config(name: str) -> dict:
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+@pytest.mark.parametrize("name", ["ci.yaml", "config.yaml", "full.yaml"])
+def test_jobs_cover_every_point_once(name):
+    cfg = config(name)
+    study = cfg["studies"]["filecount"]
+    jobs = filecount.jobs(cfg)
+    reps = study.get("repetitions", cfg["repetitions"])
+    tools = 1 + len(study.get("peers", []))
+    assert len(jobs) == len(study["targets"]) * len(study["files"]) * len(study["modes"]) * tools * reps
+    keys = {(j["target"]["name"], j["point"], j["rep"]) for j in jobs}
+    assert len(keys) == len(jobs)
+    for j in jobs:
+        assert j["point"].startswith(f"k{j['files']:02d}-{j['mode']}")
+        assert j["point"].endswith("-fio") == (j["tool"] == "fio")
+        assert j["threads"] == study["threads"] and j["read_pct"] == study["read_pct"]
+
+
+def test_study_repetitions_override_the_top_level():
+    cfg = config("ci.yaml")
+    cfg["repetitions"] = 3
+    cfg["studies"]["filecount"]["repetitions"] = 2
+    assert {j["rep"] for j in filecount.jobs(cfg)} == {1, 2}
+
+
+def test_fio_shares_the_same_k_files_among_all_threads(tmp_path):
+    if shutil.which("fio") is None:
+        pytest.skip("fio not installed")
+    argv = fio.randrw_argv(tmp_path, 3, 4 << 20, threads=64, xfer=8192, read_pct=70, duration_s=0.5,
+                           direct=True, seed=7)
+    assert "--filename=f000:f001:f002" in argv
+    assert {"--numjobs=64", "--thread", "--ioengine=psync", "--rw=randrw", "--rwmixread=70", "--bs=8192",
+            "--direct=1", "--runtime=500ms", "--file_service_type=random", "--allow_file_create=0"} <= set(argv)
+    assert fio.file_names(1001)[-1] == "f1000" and fio.file_names(12)[0] == "f000"
+
+
+def test_fio_parser_totals_and_mixed_latency():
+    def side(ios, iops, mean_ns, p99_ns):
+        return {"total_ios": ios, "iops": iops, "runtime": 1000, "bw_bytes": iops * 8192,
+                "lat_ns": {"mean": mean_ns, "percentile": {"99.000000": p99_ns}}}
+
+    job = {"error": 0, "read": side(700, 700.0, 1000, 5000), "write": side(300, 300.0, 3000, 9000)}
+    got = fio.parse_randrw({"fio version": "fio-3.33", "jobs": [job]})
+    assert got["iops"] == 1000 and got["read_pct_measured"] == 70
+    assert got["lat_mean_us"] == pytest.approx(1.6) and got["lat_p99_us"] == 9
+    job["mixed"] = side(1000, 1000.0, 1600, 6000)
+    assert fio.parse_randrw({"jobs": [job]})["lat_p99_us"] == 6
+    with pytest.raises(fio.FioError):
+        fio.parse_randrw({"jobs": [job, job]})
+
+
+@pytest.fixture
+def scratch(tmp_path, worker, monkeypatch):
+    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
+    yield tmp_path
+    assert ours_left(tmp_path) == []
+
+
+def frame(docs) -> pl.DataFrame:
+    return pl.DataFrame([r for d in docs for r in filecount.rows(d)], schema=filecount.SCHEMA,
+                        orient="row").sort(filecount.SORT)
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)")
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
+def test_ci_run_worker_and_fio(scratch):
+    cfg = config("ci.yaml")
+    # ci's own targets, and tmpfs (worker against fio there, and "direct" skipped)
+    cfg["studies"]["filecount"]["targets"] = sorted({*cfg["studies"]["filecount"]["targets"], "tmpfs"})
+    jobs = filecount.jobs(cfg)
+    docs = [filecount.run(j) for j in jobs]
+    runs = frame(docs)
+    assert runs.height == len(jobs)
+
+    # tmpfs "direct" is not a separate measurement there; it says why.
+    skipped = runs.filter(pl.col("status") == "skipped")
+    assert set(skipped["target"]) <= {"tmpfs"} and set(skipped["mode"]) == {"direct"}
+    assert skipped["reason"].str.contains("page cache").all()
+
+    ok = runs.filter(pl.col("status") == "ok")
+    assert ok.height == len(jobs) - skipped.height
+    assert (ok["iops"] > 0).all() and (ok["read_iops"] > 0).all() and (ok["write_iops"] > 0).all()
+    assert (ok["mb_per_s"] > 0).all() and (ok["lat_mean_us"] > 0).all() and (ok["lat_p99_us"] > 0).all()
+    # 70 % reads: within 2 % (relative) over the whole run, the worker's and fio's.
+    assert ((ok["read_pct_measured"] - 70).abs() <= 1.4).all(), ok.select("target", "files", "mode", "tool",
+                                                                       "read_pct_measured")
+    assert set(ok["tool"]) == {"boatload-worker", "fio"}
+    # a loop target's O_DIRECT goes on to the host's disk
+    assert ok.filter(pl.col("target") == "ext4")["loop_direct_io"].all()
+
+    # The worker really used k files of the configured size, and fio the same k files.
+    for d in docs:
+        r = d["result"]
+        if r["status"] != "ok":
+            continue
+        prep = r["worker_result"]
+        assert prep["params"]["files"] == d["job"]["files"]
+        assert prep["params"]["file_size"] == d["job"]["file_size_mb"] << 20
+        if d["job"]["tool"] == "fio":
+            names = fio.file_names(d["job"]["files"])
+            assert f"--filename={':'.join(names)}" in r["fio_command"]
+            assert r["fio_result"]["jobs"][0]["job options"]["numjobs"] == str(d["job"]["threads"])
+
+    # Sanity, not a benchmark: on tmpfs fio and the worker agree within a factor of 2.
+    tmpfs = ok.filter(pl.col("target") == "tmpfs")
+    pivot = tmpfs.pivot(on="tool", index=["files", "mode"], values="iops")
+    ratio = pivot["boatload-worker"] / pivot["fio"]
+    assert pivot.height >= 1 and ((ratio > 0.5) & (ratio < 2)).all(), pivot
+
+
+def test_without_root_runs_on_a_plain_directory_marked_substituted(scratch, monkeypatch):
+    monkeypatch.setattr(targets, "_is_root", lambda: False)
+    cfg = config("ci.yaml")
+    job = next(j for j in filecount.jobs(cfg) if j["target"]["name"] == "ext4" and j["point"] == "k02-buffered")
+    doc = filecount.run(job)
+    assert doc["target"]["kind"] == "dir" and doc["target"]["substituted"].startswith("not root")
+    assert doc["result"]["status"] == "ok" and doc["result"]["iops"] > 0
+    (row,) = filecount.rows(doc)
+    assert row["status"] == "skipped" and row["reason"].startswith("not root")
+    assert not any(Path(scratch, "scratch", "dirs").iterdir())
