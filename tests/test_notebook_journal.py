@@ -1,0 +1,281 @@
+"""notebooks/journal.ipynb runs under papermill on a fixture made through the
+study's own rows() and SCHEMA, and writes the figures, the table and the
+summary the paper reads; the paper's journal section builds from them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from boatload import paper
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "journal.ipynb"
+STUDY = "journal"
+
+
+def _fixtures():
+    spec = importlib.util.spec_from_file_location("boatload_journal_fixtures", REPO / "tests" / "fixtures" / "make_journal.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FX = _fixtures()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return FX.run_notebook(tmp_path_factory.mktemp("journal"), REPO)
+
+
+@pytest.fixture(scope="module")
+def skipped(tmp_path_factory):
+    return FX.run_notebook(tmp_path_factory.mktemp("journal-skipped"), REPO, variant="skipped")
+
+
+@pytest.fixture(scope="module")
+def fixture_runs(run):
+    return pl.read_parquet(run["journal"])
+
+
+def measured(runs: pl.DataFrame) -> pl.DataFrame:
+    return runs.filter((pl.col("status") == "ok") & pl.col("ops_per_s").is_not_null())
+
+
+def spec_records(spec: dict) -> list[dict]:
+    """All inline data rows of a Vega-Lite spec (top-level datasets and data.values)."""
+    rows: list[dict] = []
+    for values in spec.get("datasets", {}).values():
+        rows.extend(values)
+
+    def walk(node):
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), list):
+                rows.extend(data["values"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk({k: v for k, v in spec.items() if k != "datasets"})
+    return rows
+
+
+def figure_rows(results: Path, name: str) -> list[dict]:
+    """The figure's data rows; the empty datum of a reference rule (x = 1) is no row."""
+    rows = spec_records(json.loads((results / "figures" / f"{STUDY}-{name}.vl.json").read_text()))
+    return [r for r in rows if r]
+
+
+def summary_of(results: Path) -> dict:
+    return json.loads((results / "tables" / f"{STUDY}-summary.json").read_text())
+
+
+def test_fixture_follows_the_schema(fixture_runs):
+    from boatload.studies.journal import SCHEMA
+
+    assert dict(fixture_runs.schema) == SCHEMA
+
+
+@pytest.mark.parametrize("name", ["phases", "ratios"])
+def test_figure_files(run, name):
+    figures = run["results"] / "figures"
+    magic = {"svg": b"<svg", "png": b"\x89PNG", "pdf": b"%PDF"}
+    for ext, head in magic.items():
+        path = figures / f"{STUDY}-{name}.{ext}"
+        assert path.is_file() and path.stat().st_size > 1000, path
+        assert path.read_bytes()[:64].lstrip().startswith(head), path
+    assert (figures / f"{STUDY}-{name}.vl.json").is_file()
+
+
+def test_phase_points(run, fixture_runs):
+    rows = figure_rows(run["results"], "phases")
+    ours = [r for r in rows if r.get("source") == "measured"]
+    published = [r for r in rows if r.get("source") == "published"]
+
+    expected = measured(fixture_runs).group_by("target", "phase").agg(pl.col("ops_per_s").median(), pl.len().alias("reps"))
+    want = {(r["target"], r["phase"]): r for r in expected.iter_rows(named=True)}
+    got = {}
+    for r in ours:
+        key = (r["target"], r["phase"])
+        assert key not in got, f"two measured points for {key}"
+        got[key] = r
+    assert set(got) == set(want)  # one point per (target, phase)
+    for key, r in want.items():
+        assert got[key]["ops_per_s"] == pytest.approx(r["ops_per_s"], rel=1e-12), key
+        assert got[key]["ci_low"] <= got[key]["ops_per_s"] <= got[key]["ci_high"], key
+        assert got[key]["reps"] == r["reps"], key
+    assert got[("ext4-journal-external", "random_read")]["reps"] == 2  # the failed run is left out
+
+    # every published rate, exactly as transcribed; the stopped delete is not drawn
+    reference = pl.read_csv(REPO / "data" / "reference" / "journal.csv")
+    pub = {(r["config"], r["phase"]): r["ops_per_s"] for r in published}
+    for r in reference.iter_rows(named=True):
+        if r["ops_per_s"] is None:
+            assert (r["config"], r["phase"]) not in pub
+        else:
+            assert pub[(r["config"], r["phase"])] == r["ops_per_s"]
+    assert pub[("internal_barrier", "sequential_create")] == 52.87
+
+
+def test_ratio_points(run, fixture_runs):
+    rows = figure_rows(run["results"], "ratios")
+    ours = [r for r in rows if r.get("source") == "measured"]
+    published = [r for r in rows if r.get("source") == "published"]
+    med = {(r["target"], r["phase"]): r["ops_per_s"]
+           for r in measured(fixture_runs).group_by("target", "phase").agg(pl.col("ops_per_s").median()).iter_rows(named=True)}
+    pairs = {
+        "external_vs_internal": ("{}-external", "{}-internal"),
+        "noflush_vs_flush": ("{}-internal-noflush", "{}-internal"),
+        "external_vs_noflush": ("{}-external", "{}-internal-noflush"),
+    }
+    prefix = {"xfs": "xfs-log", "ext4": "ext4-journal"}
+    got = {}
+    for r in ours:
+        key = (r["comparison"], r["filesystem"], r["phase"])
+        assert key not in got, f"two points for {key}"
+        got[key] = r
+    assert len(got) == 3 * 2 * 5
+    for (comp, fs, phase), r in got.items():
+        num, den = (p.format(prefix[fs]) for p in pairs[comp])
+        assert r["numerator"] == num and r["denominator"] == den
+        assert r["ratio"] == pytest.approx(med[(num, phase)] / med[(den, phase)], rel=1e-12)
+        assert r["low"] <= r["ratio"] <= r["high"]
+
+    ref = pl.read_csv(REPO / "data" / "reference" / "journal.csv")
+    rate = {(r["config"], r["phase"]): r["ops_per_s"] for r in ref.iter_rows(named=True)}
+    orig = {(r["comparison"], r["phase"]): r["ratio"] for r in published}
+    assert orig[("external_vs_internal", "sequential_create")] == pytest.approx(1290.22 / 52.87)
+    assert orig[("noflush_vs_flush", "sequential_create")] == pytest.approx(645.78 / 52.87)
+    assert orig[("external_vs_noflush", "random_read")] == pytest.approx(
+        rate[("ssd_log_raid", "random_read")] / rate[("internal_nobarrier", "random_read")]
+    )
+    # the original's internal log with barriers has no delete: no ratio over it
+    assert ("external_vs_internal", "sequential_delete") not in orig
+    assert ("external_vs_noflush", "sequential_delete") in orig
+    assert len(published) == 3 * 5 - 2
+
+
+def test_table(run, fixture_runs):
+    table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
+    assert table.columns == [
+        "target", "filesystem", "log", "flushes", "step", "phase", "reps", "files", "file_size",
+        "ops_per_s", "ci_low", "ci_high", "baseline_target", "vs_baseline", "vs_low", "vs_high", "p50_us", "p99_us",
+    ]
+    assert table.height == measured(fixture_runs).select("target", "phase").unique().height == 30
+    base = table.filter(pl.col("target") == pl.col("baseline_target"))
+    assert base.height == 10 and (base["vs_baseline"] == 1.0).all()
+    assert set(base["target"].to_list()) == {"xfs-log-internal", "ext4-journal-internal"}
+    row = table.filter((pl.col("target") == "xfs-log-external") & (pl.col("phase") == "sequential_create")).row(0, named=True)
+    assert row["ops_per_s"] == pytest.approx(60_000.0)
+    assert row["vs_baseline"] == pytest.approx(60_000.0 / 40_000.0)
+    assert row["vs_low"] <= row["vs_baseline"] <= row["vs_high"]
+
+
+def test_summary(run, fixture_runs):
+    s = summary_of(run["results"])
+    assert s["study"] == STUDY and s["level"] == 0.95 and s["n_resamples"] >= 10_000
+    assert len(s["verdicts"]) == len(FX.EXPECTED) == 8
+    assert s["verdict"] == s["verdicts"][0]
+    for v in s["verdicts"]:
+        assert set(v) >= {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict"}
+        assert v["ours_low"] <= v["ours"] <= v["ours_high"]
+        want = next(w for (fs, start), w in FX.EXPECTED.items() if v["claim"].startswith(start) and v["filesystem"] == fs)
+        assert v["verdict"] == want, v["claim"]
+    boost = s["verdicts"][0]
+    assert boost["original_ratio"] == pytest.approx(1290.22 / 52.87)
+    assert (boost["original_numerator"], boost["original_denominator"]) == ("ssd_log_barrier", "internal_barrier")
+    assert boost["ours"] == pytest.approx(60_000.0 / 40_000.0)
+    # which of the original's runs each comparison pairs, said in the summary
+    comps = {c["id"]: c for c in s["comparisons"]}
+    assert comps["noflush_vs_flush"]["original_numerator"] == "internal_nobarrier"
+    assert "device" in comps["noflush_vs_flush"]["original_note"]
+
+    bad = fixture_runs.filter(pl.col("status") != "ok")
+    assert s["counts"]["rows_not_measured"] == bad.height == len(s["not_measured"]) == 2
+    assert all(r["reason"] for r in s["not_measured"])
+    assert s["not_measured_groups"][0]["phases"] == ["random_read", "sequential_delete"]
+    assert s["counts"]["reps_planned"] == FX.REPS and s["counts"]["reps_min"] == 2
+    assert {t["target"] for t in s["targets"]} == set(FX.TARGETS)
+    assert s["original"]["missing"] == [{"config": "internal_barrier", "phase": "sequential_delete"}]
+
+
+def test_all_skipped(skipped):
+    results = skipped["results"]
+    table = (results / "tables" / f"{STUDY}.csv").read_text().splitlines()
+    assert table[0].startswith("target,filesystem,log,flushes") and len(table) == 1
+    s = summary_of(results)
+    assert s["counts"]["pairs_measured"] == 0 and s["counts"]["rows_skipped"] == s["counts"]["rows"] > 0
+    assert {v["verdict"] for v in s["verdicts"]} == {"not tested"}
+    assert all(r["reason"].startswith("not root") for r in s["not_measured"])
+    for name in ("phases", "ratios"):
+        assert (results / "figures" / f"{STUDY}-{name}.svg").stat().st_size > 1000
+        rows = figure_rows(results, name)
+        assert rows and all(r["source"] == "published" for r in rows)
+
+
+def pdf_text(path: Path) -> str:
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) not installed")
+    out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
+    return re.sub(r"\s+", " ", out)
+
+
+def test_paper_section(run, tmp_path):
+    pdf = paper.build_paper(REPO, tmp_path / "paper.pdf", run["results"])
+    text = pdf_text(pdf)
+    assert "Journal: where the log lives" in text
+    s = summary_of(run["results"])
+    for v in s["verdicts"]:
+        assert v["verdict"] in text
+    assert "24.4×" in text  # the original's boost, formatted from the summary
+    assert "1.50× (95% CI" in text  # ours on XFS: 60,000 / 40,000
+    assert "ext4-journal-external, run 3, random read and sequential delete" in text
+    for t in FX.TARGETS:
+        assert t in text
+
+
+def test_paper_section_without_measurements(skipped, tmp_path):
+    text = pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", skipped["results"]))
+    assert "No run produced a measurement" in text and "not tested" in text
+
+
+def test_committed_notebook_is_clean():
+    nb = json.loads(NOTEBOOK.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code
+    for cell in code:
+        assert cell["outputs"] == [], "committed notebook has outputs"
+        assert cell["execution_count"] is None
+    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(params) == 1
+    src = "".join(params[0]["source"])
+    for name in ("data", "reference", "out_dir", "formats"):
+        assert f"{name} = " in src
+
+
+REAL = sorted((REPO / "data" / "runs").glob(f"*/{STUDY}.parquet"))
+
+
+@pytest.mark.skipif(not REAL, reason="no measured journal table in data/runs")
+@pytest.mark.parametrize("data", REAL, ids=[p.parent.name for p in REAL])
+def test_real_data(data, tmp_path):
+    out = FX.run_notebook(tmp_path, REPO, data=data)
+    runs = pl.read_parquet(data)
+    s = summary_of(out["results"])
+    groups = measured(runs).select("target", "phase").unique().height
+    assert s["counts"]["pairs_measured"] == groups
+    ours = [r for r in figure_rows(out["results"], "phases") if r["source"] == "measured"]
+    assert len(ours) == groups
+    assert len(s["verdicts"]) == 8

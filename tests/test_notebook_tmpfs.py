@@ -1,0 +1,280 @@
+"""notebooks/tmpfs.ipynb runs under papermill on a fixture made through the
+study's own rows() and SCHEMA, and writes the figures, the table and the
+summary the paper reads; the paper's tmpfs section builds from them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from boatload import paper
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "tmpfs.ipynb"
+STUDY = "tmpfs"
+KEY = ("target", "working_set", "tool", "test")
+
+
+def _fixtures():
+    spec = importlib.util.spec_from_file_location("boatload_tmpfs_fixtures", REPO / "tests" / "fixtures" / "make_tmpfs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FX = _fixtures()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return FX.run_notebook(tmp_path_factory.mktemp("tmpfs"), REPO)
+
+
+@pytest.fixture(scope="module")
+def skipped(tmp_path_factory):
+    return FX.run_notebook(tmp_path_factory.mktemp("tmpfs-skipped"), REPO, variant="skipped")
+
+
+@pytest.fixture(scope="module")
+def fixture_runs(run):
+    return pl.read_parquet(run["tmpfs"])
+
+
+def measured(runs: pl.DataFrame) -> pl.DataFrame:
+    return runs.filter((pl.col("status") == "ok") & pl.col("ops_per_s").is_not_null())
+
+
+def medians(runs: pl.DataFrame) -> dict:
+    agg = measured(runs).group_by(*KEY).agg(pl.col("ops_per_s").median(), pl.len().alias("reps"))
+    return {tuple(r[k] for k in KEY): r for r in agg.iter_rows(named=True)}
+
+
+def spec_records(spec: dict) -> list[dict]:
+    """All inline data rows of a Vega-Lite spec (top-level datasets and data.values)."""
+    rows: list[dict] = []
+    for values in spec.get("datasets", {}).values():
+        rows.extend(values)
+
+    def walk(node):
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), list):
+                rows.extend(data["values"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk({k: v for k, v in spec.items() if k != "datasets"})
+    return rows
+
+
+def figure_rows(results: Path, name: str) -> list[dict]:
+    """The figure's data rows; the empty datum of a reference rule (x = 1) is no row."""
+    rows = spec_records(json.loads((results / "figures" / f"{STUDY}-{name}.vl.json").read_text()))
+    return [r for r in rows if r]
+
+
+def summary_of(results: Path) -> dict:
+    return json.loads((results / "tables" / f"{STUDY}-summary.json").read_text())
+
+
+def test_fixture_follows_the_schema(fixture_runs):
+    from boatload.studies.tmpfs import SCHEMA
+
+    assert dict(fixture_runs.schema) == SCHEMA
+
+
+@pytest.mark.parametrize("name", ["rates", "ratios"])
+def test_figure_files(run, name):
+    figures = run["results"] / "figures"
+    magic = {"svg": b"<svg", "png": b"\x89PNG", "pdf": b"%PDF"}
+    for ext, head in magic.items():
+        path = figures / f"{STUDY}-{name}.{ext}"
+        assert path.is_file() and path.stat().st_size > 1000, path
+        assert path.read_bytes()[:64].lstrip().startswith(head), path
+    assert (figures / f"{STUDY}-{name}.vl.json").is_file()
+
+
+def test_rate_points(run, fixture_runs):
+    rows = figure_rows(run["results"], "rates")
+    ours = [r for r in rows if r.get("source") == "measured" and "ops_per_s" in r]
+    want = medians(fixture_runs)
+    got = {}
+    for r in ours:
+        key = tuple(r[k] for k in KEY)
+        assert key not in got, f"two measured points for {key}"
+        got[key] = r
+    assert set(got) == set(want)  # one point per (target, working set, tool, test); +++++ and failed ones absent
+    for key, r in want.items():
+        assert got[key]["ops_per_s"] == pytest.approx(r["ops_per_s"], rel=1e-12), key
+        assert got[key]["ci_low"] <= got[key]["ops_per_s"] <= got[key]["ci_high"], key
+        assert got[key]["reps"] == r["reps"], key
+    assert ("tmpfs", 0.6, "bonnie++", "sequential_read") not in got  # +++++
+    assert got[("ext3", 1.6, "boatload-worker", "random_read")]["reps"] == 2  # the failed run is left out
+    assert {r["marker"] for r in ours} == {"worker", "bonnie++"}
+
+    # the published rates, each beside the working set of its label; +++++ not drawn
+    published = [r for r in rows if r.get("source") == "published"]
+    reference = pl.read_csv(REPO / "data" / "reference" / "tmpfs.csv")
+    pub = {(r["filesystem"], r["working_set_label"], r["test"]): r["ops_per_s"] for r in published}
+    assert len(published) == len(pub) == reference["ops_per_s"].drop_nulls().len()
+    for r in reference.iter_rows(named=True):
+        key = (r["filesystem"], r["working_set"], r["test"])
+        assert pub.get(key) == r["ops_per_s"], key
+    assert pub[("tmpfs", "fits in RAM", "sequential_read")] == 16163
+
+    # the swap each run used
+    swap = {(r["target"], r["working_set"], r["tool"]): r for r in rows if "swap_used_mb" in r}
+    assert swap[("tmpfs", 1.6, "boatload-worker")]["swap_used_mb"] == pytest.approx(50.6)
+    assert swap[("ext3", 0.6, "bonnie++")]["swap_used_mb"] == 0.0
+
+
+def test_ratio_points(run, fixture_runs):
+    rows = figure_rows(run["results"], "ratios")
+    want = medians(fixture_runs)
+    ours = {(r["working_set"], r["tool"], r["test"]): r for r in rows if r["source"] == "measured"}
+    expected = {
+        (w, tool, test)
+        for (target, w, tool, test) in want
+        if target == "tmpfs" and ("ext3", w, tool, test) in want
+    }
+    assert set(ours) == expected
+    for (w, tool, test), r in ours.items():
+        ratio = want[("tmpfs", w, tool, test)]["ops_per_s"] / want[("ext3", w, tool, test)]["ops_per_s"]
+        assert r["ratio"] == pytest.approx(ratio, rel=1e-12)
+        assert r["low"] <= r["ratio"] <= r["high"]
+    published = {(r["working_set_label"], r["test"]): r["ratio"] for r in rows if r["source"] == "published"}
+    assert published[("fits in RAM", "sequential_read")] == pytest.approx(16163 / 325)
+    assert published[("beyond RAM", "random_read")] == pytest.approx(49 / 70)
+    assert ("fits in RAM", "sequential_delete") not in published  # tmpfs printed +++++
+    assert len(published) == 11
+
+
+def test_table(run, fixture_runs):
+    table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
+    assert table.columns == [
+        "target", "filesystem", "working_set", "working_set_label", "files", "tool", "step", "test", "reps",
+        "ops_per_s", "ci_low", "ci_high", "tmpfs_vs_ext3", "ratio_low", "ratio_high",
+        "cpu_pct", "memory_limit_mb", "swap_used_mb", "peak_mb", "loop_direct_io",
+    ]
+    assert table.height == len(medians(fixture_runs))
+    row = table.filter(
+        (pl.col("target") == "tmpfs") & (pl.col("working_set") == 0.6) & (pl.col("tool") == "boatload-worker")
+        & (pl.col("test") == "sequential_read")
+    ).row(0, named=True)
+    assert row["ops_per_s"] == pytest.approx(90_000.0)
+    assert row["tmpfs_vs_ext3"] == pytest.approx(3.0)
+    assert row["working_set_label"] == "fits in RAM"
+    assert table.filter(pl.col("filesystem") == "ext3")["tmpfs_vs_ext3"].is_null().all()
+    assert table.filter(pl.col("filesystem") == "ext3")["loop_direct_io"].all()
+
+
+def test_summary(run, fixture_runs):
+    s = summary_of(run["results"])
+    assert s["study"] == STUDY and s["level"] == 0.95 and s["n_resamples"] >= 10_000
+    assert [v["verdict"] for v in s["verdicts"]] == FX.EXPECTED
+    assert s["verdict"] == s["verdicts"][0]
+    for v in s["verdicts"]:
+        assert set(v) >= {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict"}
+        assert v["ours_low"] <= v["ours"] <= v["ours_high"]
+        assert "\u201c" in v["claim"]  # quotes the original's words
+    assert s["verdicts"][0]["original_ratio"] == pytest.approx(16163 / 325)
+    assert s["verdicts"][0]["ours"] == pytest.approx(3.0)
+    assert s["verdicts"][3]["original_ratio"] == pytest.approx(245 / 78)  # ext3 / tmpfs beyond RAM
+    assert s["verdicts"][0]["bonnie"] is None  # bonnie++ could not time tmpfs inside the limit
+    assert s["verdicts"][3]["bonnie"]["verdict"] == "reproduced"
+    assert s["fits_working_set"] == 0.6 and s["beyond_working_set"] == 1.6
+    assert s["memory_limit_mb"] == [FX.LIMIT_MB]
+
+    swap = {(x["target"], x["working_set"], x["tool"]): x for x in s["swap"]}
+    assert swap[("tmpfs", 1.6, "worker")]["swap_used_mb"] == pytest.approx(50.6)
+    assert s["ext3_direct_io"]["on"] == s["ext3_direct_io"]["runs"] > 0
+
+    not_ok = fixture_runs.filter(~((pl.col("status") == "ok") & pl.col("ops_per_s").is_not_null()))
+    assert s["counts"]["rows_not_measured"] == not_ok.height == len(s["not_measured"])
+    assert s["counts"]["rows_too_fast"] == not_ok.filter(pl.col("status") == "ok").height > 0
+    assert all(r["reason"] for r in s["not_measured"])
+    errors = [g for g in s["not_measured_groups"] if g["status"] == "error"]
+    assert errors == [{"target": "ext3", "working_set": 1.6, "tool": "worker", "status": "error",
+                       "reason": errors[0]["reason"], "reps": [2], "tests": ["random_read", "random_delete"]}]
+
+
+def test_all_skipped(skipped):
+    results = skipped["results"]
+    table = (results / "tables" / f"{STUDY}.csv").read_text().splitlines()
+    assert table[0].startswith("target,filesystem,working_set") and len(table) == 1
+    s = summary_of(results)
+    assert s["counts"]["groups_measured"] == 0 and s["counts"]["rows_skipped"] == s["counts"]["rows"] > 0
+    assert {v["verdict"] for v in s["verdicts"]} == {"not tested"}
+    assert all(r["reason"].startswith("not root") for r in s["not_measured"])
+    for name in ("rates", "ratios"):
+        assert (results / "figures" / f"{STUDY}-{name}.svg").stat().st_size > 1000
+        rows = figure_rows(results, name)
+        assert rows and all(r["source"] == "published" for r in rows)
+
+
+def pdf_text(path: Path) -> str:
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) not installed")
+    out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
+    return re.sub(r"\s+", " ", out)
+
+
+def test_paper_section(run, tmp_path):
+    pdf = paper.build_paper(REPO, tmp_path / "paper.pdf", run["results"])
+    text = pdf_text(pdf)
+    assert "tmpfs: faster than ext3 in memory" in text
+    s = summary_of(run["results"])
+    for v in s["verdicts"]:
+        assert v["verdict"] in text
+    assert "49.7" in text  # the original's sequential read ratio inside RAM, formatted from the summary
+    assert "3.00× (95% CI" in text  # ours: 90,000 / 30,000
+    assert "16,163" in text  # the published table, exact
+    assert "50.6 MiB (tmpfs, worker" in text  # swap
+    assert "64 MiB" in text  # the memory limit
+    assert "ext3 at 1.6×, worker, run 2, random read and random delete" in text
+
+
+def test_paper_section_without_measurements(skipped, tmp_path):
+    text = pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", skipped["results"]))
+    assert "No run produced a measurement" in text and "not tested" in text
+
+
+def test_committed_notebook_is_clean():
+    nb = json.loads(NOTEBOOK.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code
+    for cell in code:
+        assert cell["outputs"] == [], "committed notebook has outputs"
+        assert cell["execution_count"] is None
+    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(params) == 1
+    src = "".join(params[0]["source"])
+    for name in ("data", "reference", "out_dir", "formats"):
+        assert f"{name} = " in src
+
+
+REAL = sorted((REPO / "data" / "runs").glob(f"*/{STUDY}.parquet"))
+
+
+@pytest.mark.skipif(not REAL, reason="no measured tmpfs table in data/runs")
+@pytest.mark.parametrize("data", REAL, ids=[p.parent.name for p in REAL])
+def test_real_data(data, tmp_path):
+    out = FX.run_notebook(tmp_path, REPO, data=data)
+    runs = pl.read_parquet(data)
+    s = summary_of(out["results"])
+    groups = len(medians(runs))
+    assert s["counts"]["groups_measured"] == groups
+    ours = [r for r in figure_rows(out["results"], "rates") if r.get("source") == "measured" and "ops_per_s" in r]
+    assert len(ours) == groups
+    assert len(s["verdicts"]) == 5
