@@ -10,6 +10,8 @@ our data:
 * ``not``: our whole interval lies on the other side of 1;
 * ``partly``: our interval contains 1, so our data cannot tell the direction
   (too few or too noisy runs, or a difference too small to see here);
+* ``too few runs``: our interval has no width (one run per side, as in the
+  seconds-sized ci configuration), so it says nothing about the noise;
 * ``not tested``: we have no measurement for one side of the claim.
 """
 
@@ -21,10 +23,11 @@ RULE = (
     "reproduced: our 95% bootstrap interval of the ratio lies entirely on the "
     "same side of 1 as the original ratio; not: it lies entirely on the other "
     "side; partly: it contains 1, so our runs cannot settle the direction; "
+    "too few runs: one run per side, so no interval; "
     "not tested: one side of the comparison was not measured."
 )
 
-VERDICTS = ("reproduced", "partly", "not", "not tested")
+VERDICTS = ("reproduced", "partly", "not", "too few runs", "not tested")
 
 
 def decide(original_ratio: float, low: float | None, high: float | None) -> str:
@@ -35,6 +38,8 @@ def decide(original_ratio: float, low: float | None, high: float | None) -> str:
         raise ValueError("an original ratio of exactly 1 states no direction")
     if low > high:
         raise ValueError("interval bounds out of order")
+    if low == high:
+        return "too few runs"
     above = original_ratio > 1.0
     if (low > 1.0) if above else (high < 1.0):
         return "reproduced"
