@@ -85,6 +85,7 @@ from boatload import system
 from boatload.config import ConfigError
 from boatload.paths import scratch_dir, worker_binary
 from boatload.runner import run_job
+from boatload.creators import count_files
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, run_worker
 
@@ -162,21 +163,6 @@ def jobs(config: dict) -> list[dict]:
                                          f"2 x {job['extra_files']} small files (about {need >> 20} MiB)")
         out += [{**job, "rep": rep, "seed": config["seed"] + rep} for rep in range(1, reps + 1)]
     return out
-
-
-def count_tree(root: Path) -> tuple[int, int]:
-    """(regular files, directories) below root."""
-    files = dirs = 0
-    stack = [str(root)]
-    while stack:
-        with os.scandir(stack.pop()) as it:
-            for e in it:
-                if e.is_dir(follow_symlinks=False):
-                    dirs += 1
-                    stack.append(e.path)
-                else:
-                    files += 1
-    return files, dirs
 
 
 def _check_space(provisioned: Provisioned, job: dict, file_bytes: int, folders: int) -> dict:
@@ -316,7 +302,7 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
                     "--seed", str(job["seed"] * 1000 + stage),
                 ])
                 why = _failed(fill)
-            files_on_disk, dirs_on_disk = count_tree(small_root)
+            files_on_disk, dirs_on_disk = count_files(small_root)
             record = {
                 "stage": stage,
                 "extra_files": extra,
