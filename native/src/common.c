@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -114,6 +115,13 @@ int common_probe_direct(int dirfd, const char *dir, const char *name, int create
     cli_error("--direct: the file system of '%s' does not support O_DIRECT (open %s: %s)", dir, name,
               strerror(e));
     return -1;
+}
+
+void *common_dio_alloc(const struct dio_info *info, size_t len)
+{
+    size_t align = info->mem_align > COMMON_DIO_DEFAULT_ALIGN ? info->mem_align : COMMON_DIO_DEFAULT_ALIGN;
+    /* aligned_alloc wants a size that is a multiple of the alignment */
+    return aligned_alloc(align, (len + align - 1) / align * align);
 }
 
 int common_open_target(const struct common_opts *c)

@@ -2,6 +2,7 @@
 #ifndef BOATLOAD_COMMON_H
 #define BOATLOAD_COMMON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "cli.h"
@@ -63,5 +64,10 @@ struct dio_info {
  * on that file system), or returns the errno of any other failure so the
  * caller can report it. */
 int common_probe_direct(int dirfd, const char *dir, const char *name, int create, struct dio_info *info);
+
+/* An I/O buffer of at least len bytes, aligned to info->mem_align but at
+ * least to a page, so it serves O_DIRECT as well as buffered I/O (info
+ * zeroed without --direct). Release with free(); NULL when out of memory. */
+void *common_dio_alloc(const struct dio_info *info, size_t len);
 
 #endif

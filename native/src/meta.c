@@ -562,19 +562,13 @@ int meta_main(int argc, char **argv)
             break;
         }
         nres = k + 1;
-        if (res[k].error.set || res[k].interrupted)
+        if (phase_result_ends_run(&res[k]))
             break;
     }
     close_dirs(&plan);
     close(rootfd);
     free(plan.dirfds);
     free(plan.content);
-    if (oom) {
-        cli_error("out of memory");
-        for (size_t k = 0; k < nres; k++)
-            phase_result_free(&res[k]);
-        return EXIT_FAILED;
-    }
 
     struct report rep = {
         .workload = "meta",
@@ -582,9 +576,9 @@ int meta_main(int argc, char **argv)
         .params_arg = &plan,
         .phases = res,
         .nphases = nres,
+        .out_of_memory = oom,
     };
     int code = report_finish(&rep, o.c.out);
-    for (size_t k = 0; k < nres; k++)
-        phase_result_free(&res[k]);
+    phase_results_free(res, nres);
     return code;
 }

@@ -373,6 +373,12 @@ void phase_result_free(struct phase_result *res)
     }
 }
 
+void phase_results_free(struct phase_result *res, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        phase_result_free(&res[k]);
+}
+
 static void lat_field(struct json *j, const char *k, double ns, int empty)
 {
     json_key(j, k);

@@ -162,6 +162,14 @@ int phase_result_setup_failed(struct phase_result *res, const struct phase_opts 
                               const char *where);
 
 void phase_result_free(struct phase_result *res);
+/* phase_result_free of res[0..n). */
+void phase_results_free(struct phase_result *res, size_t n);
+
+/* The phase failed or was interrupted: the workload runs no further phases. */
+static inline int phase_result_ends_run(const struct phase_result *r)
+{
+    return r->error.set || r->interrupted;
+}
 
 /* {"name":..,"ops":..,...,"latency_us":{..},"intervals":[..]} */
 void phase_write_json(struct json *j, const struct phase_result *r);

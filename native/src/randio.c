@@ -152,9 +152,8 @@ static void io_worker(struct phase_thread *t, void *arg)
     const size_t xfer = (size_t)o->xfer;
     const double pct = o->read_pct;
     struct phase_class *rd = &t->cls[CLS_READ], *wr = &t->cls[CLS_WRITE];
-    const size_t align = p->dio.mem_align > COMMON_DIO_DEFAULT_ALIGN ? p->dio.mem_align : COMMON_DIO_DEFAULT_ALIGN;
-    unsigned char *rbuf = aligned_alloc(align, (xfer + align - 1) / align * align);
-    unsigned char *wbuf = aligned_alloc(align, (xfer + align - 1) / align * align);
+    unsigned char *rbuf = common_dio_alloc(&p->dio, xfer);
+    unsigned char *wbuf = common_dio_alloc(&p->dio, xfer);
     if (!rbuf || !wbuf) {
         phase_fail(t, ENOMEM, "setup");
         free(rbuf);
@@ -371,7 +370,7 @@ int randio_main(int argc, char **argv)
         oom = 1;
     else
         nres = 1;
-    if (!oom && !o.prepare_only && !res[0].error.set && !res[0].interrupted) {
+    if (!oom && !o.prepare_only && !phase_result_ends_run(&res[0])) {
         struct phase_opts io = {
             .name = "io",
             .unit = "ops",
@@ -395,21 +394,15 @@ int randio_main(int argc, char **argv)
     close(rootfd);
     free(plan.fds);
     free(plan.fill);
-    if (oom) {
-        cli_error("out of memory");
-        for (size_t k = 0; k < nres; k++)
-            phase_result_free(&res[k]);
-        return EXIT_FAILED;
-    }
     struct report rep = {
         .workload = "randio",
         .write_params = write_params,
         .params_arg = &plan,
         .phases = res,
         .nphases = nres,
+        .out_of_memory = oom,
     };
     int code = report_finish(&rep, o.c.out);
-    for (size_t k = 0; k < nres; k++)
-        phase_result_free(&res[k]);
+    phase_results_free(res, nres);
     return code;
 }

@@ -194,6 +194,10 @@ int report_output(const struct json *j, const char *out_path)
 
 int report_finish(const struct report *r, const char *out_path)
 {
+    if (r->out_of_memory) {
+        cli_error("out of memory");
+        return EXIT_FAILED;
+    }
     struct json j;
     int code;
     json_init(&j);

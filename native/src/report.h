@@ -22,6 +22,7 @@ struct report {
     const void *params_arg;
     const struct phase_result *phases;
     size_t nphases;
+    int out_of_memory;   /* a phase could not run at all: no document */
 };
 
 /* "ok", "error" or "interrupted", and the matching exit code. */
@@ -39,7 +40,8 @@ void report_build(struct json *j, const struct report *r);
  * to stdout instead so the measurement is not lost. */
 int report_output(const struct json *j, const char *out_path);
 
-/* Build, output, and return the exit code for the run. */
+/* Build, output, and return the exit code for the run. With out_of_memory
+ * only a one-line message instead, and EXIT_FAILED. */
 int report_finish(const struct report *r, const char *out_path);
 
 #endif

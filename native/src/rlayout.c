@@ -2,7 +2,6 @@
 #include "rlayout.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,16 +10,6 @@
 /* mktemp's alphabet */
 static const char name_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 #define NAME_SPACE 839299365868340224ull /* 62^10 */
-
-static unsigned digits(uint64_t v)
-{
-    unsigned d = 1;
-    while (v >= 10) {
-        v /= 10;
-        d++;
-    }
-    return d;
-}
 
 uint64_t rlayout_expected_dirs(uint64_t files, uint64_t files_per_dir_max)
 {
@@ -65,8 +54,7 @@ int rlayout_build(struct rlayout *l, uint64_t files, unsigned max_depth, uint64_
     l->files = files;
     l->max_depth = max_depth;
     l->files_per_dir_max = files_per_dir_max;
-    unsigned w = digits(files_per_dir_max - 1);
-    l->file_width = w < 6 ? 6 : w;
+    l->file_width = shape_name_width(files_per_dir_max, 6);
 
     uint64_t st = mix64(seed ^ 0x726c61796f7574ull); /* "rlayout" */
     struct xoshiro256 g;
@@ -165,16 +153,10 @@ size_t rlayout_path(const struct rlayout *l, uint64_t d, const char *file, char 
     buf[0] = '\0';
     for (unsigned k = 0; k < depth; k++) {
         rlayout_dir_name(l, chain[k], name);
-        int r = snprintf(buf + n, buflen - n, "%s%s", n ? "/" : "", name);
-        if (r < 0 || (size_t)r >= buflen - n)
+        if (shape_path_append(buf, buflen, &n, name) != 0)
             return strlen(buf);
-        n += (size_t)r;
     }
-    if (file) {
-        int r = snprintf(buf + n, buflen - n, "%s%s", n ? "/" : "", file);
-        if (r < 0 || (size_t)r >= buflen - n)
-            return strlen(buf);
-        n += (size_t)r;
-    }
+    if (file && shape_path_append(buf, buflen, &n, file) != 0)
+        return strlen(buf);
     return n;
 }

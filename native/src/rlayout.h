@@ -66,14 +66,7 @@ void rlayout_dir_name(const struct rlayout *l, uint64_t d, char *buf);
 /* Name of file j of a directory (at least SHAPE_NAME_MAX bytes). */
 static inline size_t rlayout_file_name(const struct rlayout *l, uint64_t j, char *buf)
 {
-    unsigned w = l->file_width;
-    buf[0] = 'f';
-    for (unsigned i = w; i >= 1; i--) {
-        buf[i] = (char)('0' + j % 10);
-        j /= 10;
-    }
-    buf[w + 1] = '\0';
-    return w + 1;
+    return shape_format_name('f', l->file_width, j, buf);
 }
 
 /* The directories from depth 1 down to d: chain[0..depth). Returns depth. */

@@ -251,8 +251,7 @@ int seqio_main(int argc, char **argv)
     plan.total = o.mode == MODE_WRITE ? o.size
                  : size_spec->seen && o.size < plan.file_size ? o.size
                                                               : plan.file_size;
-    size_t align = plan.dio.mem_align > COMMON_DIO_DEFAULT_ALIGN ? plan.dio.mem_align : COMMON_DIO_DEFAULT_ALIGN;
-    plan.buf = aligned_alloc(align, (o.block + align - 1) / align * align);
+    plan.buf = common_dio_alloc(&plan.dio, (size_t)o.block);
     if (!plan.buf) {
         cli_error("--block: cannot allocate %llu bytes", (unsigned long long)o.block);
         if (plan.fd >= 0)
@@ -301,30 +300,23 @@ int seqio_main(int argc, char **argv)
             break;
         }
         nres = r + 1;
-        if (res[r].error.set || res[r].interrupted)
+        if (phase_result_ends_run(&res[r]))
             break;
     }
     if (plan.fd >= 0)
         close(plan.fd);
     close(rootfd);
     free(plan.buf);
-    if (oom) {
-        cli_error("out of memory");
-        for (size_t k = 0; k < nres; k++)
-            phase_result_free(&res[k]);
-        free(res);
-        return EXIT_FAILED;
-    }
     struct report rep = {
         .workload = "seqio",
         .write_params = write_params,
         .params_arg = &plan,
         .phases = res,
         .nphases = nres,
+        .out_of_memory = oom,
     };
     int code = report_finish(&rep, o.c.out);
-    for (size_t k = 0; k < nres; k++)
-        phase_result_free(&res[k]);
+    phase_results_free(res, nres);
     free(res);
     return code;
 }

@@ -4,14 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-static unsigned digits(uint64_t v)
+unsigned shape_name_width(uint64_t count, unsigned min_width)
 {
-    unsigned d = 1;
-    while (v >= 10) {
-        v /= 10;
-        d++;
-    }
-    return d;
+    unsigned w = 1;
+    for (uint64_t v = count - 1; v >= 10; v /= 10)
+        w++;
+    return w < min_width ? min_width : w;
 }
 
 /* Totals and name widths (with overflow checks: at most 2^63 - 1 files so
@@ -25,9 +23,7 @@ static int shape_finish(struct shape *out)
             return -1;
         if (l + 1 < out->nlevels)
             dirs += prod; /* dirs <= 2*prod of the last dir level: no overflow */
-        unsigned minw = l + 1 < out->nlevels ? 3 : 6;
-        unsigned w = digits(out->fan[l] - 1);
-        out->width[l] = w < minw ? minw : w;
+        out->width[l] = shape_name_width(out->fan[l], l + 1 < out->nlevels ? 3 : 6);
     }
     out->files = prod;
     out->dirs = dirs;
@@ -103,6 +99,16 @@ void shape_leaf_indices(const struct shape *sh, uint64_t leaf, uint64_t *idx)
     }
 }
 
+int shape_path_append(char *buf, size_t buflen, size_t *len, const char *name)
+{
+    size_t n = *len;
+    int k = snprintf(buf + n, buflen - n, "%s%s", n ? "/" : "", name);
+    if (k < 0 || (size_t)k >= buflen - n)
+        return -1;
+    *len = n + (size_t)k;
+    return 0;
+}
+
 size_t shape_path(const struct shape *sh, const uint64_t *idx, unsigned depth,
                   const char *file, char *buf, size_t buflen)
 {
@@ -113,16 +119,10 @@ size_t shape_path(const struct shape *sh, const uint64_t *idx, unsigned depth,
     buf[0] = '\0';
     for (unsigned l = 0; l < depth; l++) {
         shape_name(sh, l, idx[l], name);
-        int k = snprintf(buf + n, buflen - n, "%s%s", n ? "/" : "", name);
-        if (k < 0 || (size_t)k >= buflen - n)
+        if (shape_path_append(buf, buflen, &n, name) != 0)
             return strlen(buf);
-        n += (size_t)k;
     }
-    if (file) {
-        int k = snprintf(buf + n, buflen - n, "%s%s", n ? "/" : "", file);
-        if (k < 0 || (size_t)k >= buflen - n)
-            return strlen(buf);
-        n += (size_t)k;
-    }
+    if (file && shape_path_append(buf, buflen, &n, file) != 0)
+        return strlen(buf);
     return n;
 }

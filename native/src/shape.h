@@ -40,18 +40,29 @@ int shape_parse(const char *s, struct shape *out, char *err, size_t errlen);
  * Returns -1 if the numbers are out of range or the total overflows. */
 int shape_from_fans(struct shape *out, const uint64_t *fan, unsigned nlevels);
 
+/* Digits in the names of count (>= 1) entries: those of count - 1, at least
+ * min_width (so names sort and line up). Shared with rlayout's file names. */
+unsigned shape_name_width(uint64_t count, unsigned min_width);
+
+/* Write prefix and idx zero-padded to width digits into buf (width + 2
+ * bytes); returns the length. Inline and without snprintf: it names every
+ * file in the hot loops (also rlayout's file names). */
+static inline size_t shape_format_name(char prefix, unsigned width, uint64_t idx, char *buf)
+{
+    buf[0] = prefix;
+    for (unsigned i = width; i >= 1; i--) {
+        buf[i] = (char)('0' + idx % 10);
+        idx /= 10;
+    }
+    buf[width + 1] = '\0';
+    return width + 1;
+}
+
 /* Write the name of entry idx at level (directory or file level) into buf
  * (at least SHAPE_NAME_MAX bytes); returns its length. */
 static inline size_t shape_name(const struct shape *sh, unsigned level, uint64_t idx, char *buf)
 {
-    unsigned w = sh->width[level];
-    buf[0] = level + 1 == sh->nlevels ? 'f' : 'd';
-    for (unsigned i = w; i >= 1; i--) {
-        buf[i] = (char)('0' + idx % 10);
-        idx /= 10;
-    }
-    buf[w + 1] = '\0';
-    return w + 1;
+    return shape_format_name(level + 1 == sh->nlevels ? 'f' : 'd', sh->width[level], idx, buf);
 }
 
 /* Split leaf number leaf into per-level directory indices idx[0..nlevels-2]. */
@@ -61,5 +72,11 @@ void shape_leaf_indices(const struct shape *sh, uint64_t leaf, uint64_t *idx);
  * file name; "" for a single-level shape. Returns length (truncates). */
 size_t shape_path(const struct shape *sh, const uint64_t *idx, unsigned depth,
                   const char *file, char *buf, size_t buflen);
+
+/* Append name to the relative path buf[0..*len) ("a" -> "a/name", "" ->
+ * "name"), advancing *len. -1 when it does not fit in buflen (buf then
+ * holds a truncated, NUL-terminated path). Used by shape_path and
+ * rlayout_path. */
+int shape_path_append(char *buf, size_t buflen, size_t *len, const char *name);
 
 #endif

@@ -519,14 +519,8 @@ int tree_main(int argc, char **argv)
         .with_bytes = filedata_size_max(&o.size) > 0,
     };
     struct phase_result res;
-    if (oom || (phase_run(&res, &po, tree_worker, &plan) != 0 && !res.lat)) {
-        cli_error("out of memory");
-        close(rootfd);
-        filedata_free(&plan.data);
-        rlayout_free(&plan.lay);
-        free(plan.item_start);
-        return EXIT_FAILED;
-    }
+    if (!oom && phase_run(&res, &po, tree_worker, &plan) != 0 && !res.lat)
+        oom = 1;
     close(rootfd);
 
     struct report rep = {
@@ -534,10 +528,11 @@ int tree_main(int argc, char **argv)
         .write_params = write_params,
         .params_arg = &plan,
         .phases = &res,
-        .nphases = 1,
+        .nphases = oom ? 0 : 1,
+        .out_of_memory = oom,
     };
     int code = report_finish(&rep, o.c.out);
-    phase_result_free(&res);
+    phase_results_free(&res, rep.nphases);
     filedata_free(&plan.data);
     rlayout_free(&plan.lay);
     free(plan.item_start);

@@ -35,17 +35,14 @@ static char *slurp_fd(int fd)
     return buf;
 }
 
-/* Run the worker with a NULL-terminated argument list. */
-static struct run run_worker(const char *first, ...)
+/* Run the worker with the NULL-terminated argument array args. */
+static struct run run_worker_argv(const char *const *args)
 {
     char *argv[64];
     int argc = 0;
     argv[argc++] = (char *)test_worker_path;
-    va_list ap;
-    va_start(ap, first);
-    for (const char *a = first; a && argc < 63; a = va_arg(ap, const char *))
-        argv[argc++] = (char *)a;
-    va_end(ap);
+    for (const char *const *a = args; *a && argc < 63; a++)
+        argv[argc++] = (char *)*a;
     argv[argc] = NULL;
 
     struct run r = {.status = -1};
@@ -66,6 +63,20 @@ static struct run run_worker(const char *first, ...)
     fclose(fo);
     fclose(fe);
     return r;
+}
+
+/* Run the worker with a NULL-terminated argument list. */
+static struct run run_worker(const char *first, ...)
+{
+    const char *args[64];
+    int n = 0;
+    va_list ap;
+    va_start(ap, first);
+    for (const char *a = first; a && n < 63; a = va_arg(ap, const char *))
+        args[n++] = a;
+    va_end(ap);
+    args[n] = NULL;
+    return run_worker_argv(args);
 }
 
 static void run_free(struct run *r)
@@ -179,6 +190,36 @@ static int count_lines(const char *s)
     for (; *s; s++)
         n += *s == '\n';
     return n;
+}
+
+/* A usage error: the worker's arguments (NULL-terminated) and the option
+ * its message must name. */
+struct bad_args {
+    const char *a[16];
+    const char *named;
+};
+
+/* Exit 2 with one "boatload-worker: " line naming the option, no JSON. */
+static int count_bad_lines(const struct run *r, const char *named)
+{
+    return r->status == 2 && count_lines(r->err) == 1 && strstr(r->err, named) &&
+           strncmp(r->err, "boatload-worker: ", 17) == 0 && r->out[0] == '\0';
+}
+
+/* Every case must be refused as a usage error before anything is made in
+ * dir: the argument checks come first. */
+static void check_bad_args(const char *dir, const struct bad_args *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct run r = run_worker_argv(cases[i].a);
+        CHECKF(count_bad_lines(&r, cases[i].named), "case %zu (%s): status %d stderr '%s'", i, cases[i].named,
+               r.status, r.err);
+        run_free(&r);
+    }
+    size_t files, dirs;
+    struct listing l = list_tree(dir, &files, &dirs);
+    CHECKF(l.n == 0, "%zu entries created", l.n);
+    listing_free(&l);
 }
 
 void test_int_version(void)
@@ -308,10 +349,7 @@ void test_int_nonempty_exit2(void)
 void test_int_bad_args_exit2(void)
 {
     char *d = make_tmpdir();
-    struct {
-        const char *a[8];
-        const char *named;
-    } cases[] = {
+    struct bad_args cases[] = {
         {{"tree", "--dir", d, "--shape", "10x1000", "--threads", "x", NULL}, "--threads"},
         {{"tree", "--dir", d, "--shape", "10x1000", "--threads", "0", NULL}, "--threads"},
         {{"tree", "--dir", d, "--shape", "10x1000", "--threads", "257", NULL}, "--threads"},
@@ -326,20 +364,7 @@ void test_int_bad_args_exit2(void)
         {{"tree", "--dir", d, NULL}, "--shape"},
         {{"nosuch", NULL}, "nosuch"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char **a = cases[i].a;
-        struct run r = run_worker(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]);
-        CHECKF(r.status == 2, "case %zu: status %d", i, r.status);
-        CHECKF(count_lines(r.err) == 1 && strstr(r.err, cases[i].named) &&
-                   strncmp(r.err, "boatload-worker: ", 17) == 0,
-               "case %zu: stderr '%s'", i, r.err);
-        CHECK(r.out[0] == '\0');
-        run_free(&r);
-    }
-    size_t files, dirs;
-    struct listing l = list_tree(d, &files, &dirs);
-    CHECK(l.n == 0); /* nothing created */
-    listing_free(&l);
+    check_bad_args(d, cases, sizeof cases / sizeof cases[0]);
     rm_rf(d);
     free(d);
 }
@@ -451,12 +476,6 @@ static const char *phases_part(const char *doc)
     return p ? p : "";
 }
 
-static int count_bad_lines(const struct run *r, const char *named)
-{
-    return r->status == 2 && count_lines(r->err) == 1 && strstr(r->err, named) &&
-           strncmp(r->err, "boatload-worker: ", 17) == 0 && r->out[0] == '\0';
-}
-
 void test_int_meta_phases(void)
 {
     char *d = make_tmpdir();
@@ -538,10 +557,7 @@ void test_int_meta_missing_file_exit1(void)
 void test_int_new_workloads_bad_args_exit2(void)
 {
     char *d = make_tmpdir();
-    struct {
-        const char *a[16];
-        const char *named;
-    } cases[] = {
+    struct bad_args cases[] = {
         {{"meta", "--dir", d, "--files", "0", "--dirs", "0", NULL}, "--files"},
         {{"meta", "--dir", d, "--files", "10", NULL}, "--dirs"},
         {{"meta", "--dir", d, "--files", "10", "--dirs", "11", NULL}, "--dirs"},
@@ -586,18 +602,7 @@ void test_int_new_workloads_bad_args_exit2(void)
         {{"randio", "--dir", d, "--files", "0", "--file-size", "1M", "--prepare", NULL}, "--files"},
         {{"randio", "--dir", d, "--files", "1", "--prepare", NULL}, "--file-size"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char **a = cases[i].a;
-        struct run r = run_worker(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11],
-                                  a[12], a[13], a[14], a[15]);
-        CHECKF(count_bad_lines(&r, cases[i].named), "case %zu (%s): status %d stderr '%s'", i, cases[i].named,
-               r.status, r.err);
-        run_free(&r);
-    }
-    size_t files, dirs;
-    struct listing l = list_tree(d, &files, &dirs);
-    CHECKF(l.n == 0, "%zu entries created", l.n);
-    listing_free(&l);
+    check_bad_args(d, cases, sizeof cases / sizeof cases[0]);
     rm_rf(d);
     free(d);
 }
@@ -792,10 +797,7 @@ void test_int_tree_random_layout(void)
 void test_int_tree_new_bad_args_exit2(void)
 {
     char *d = make_tmpdir();
-    struct {
-        const char *a[12];
-        const char *named;
-    } cases[] = {
+    struct bad_args cases[] = {
         {{"tree", "--dir", d, "--layout", "random", NULL}, "--files"},
         {{"tree", "--dir", d, "--layout", "random", "--files", "0", NULL}, "--files"},
         {{"tree", "--dir", d, "--layout", "random", "--files", "10", "--shape", "10", NULL}, "--shape"},
@@ -818,17 +820,7 @@ void test_int_tree_new_bad_args_exit2(void)
         {{"tree", "--dir", d, "--shape", "10", "--size-align", "0", NULL}, "--size-align"},
         {{"tree", "--dir", d, "--shape", "10", "--content", "ones", NULL}, "--content"},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char **a = cases[i].a;
-        struct run r = run_worker(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11]);
-        CHECKF(count_bad_lines(&r, cases[i].named), "case %zu (%s): status %d stderr '%s'", i, cases[i].named,
-               r.status, r.err);
-        run_free(&r);
-    }
-    size_t files, dirs;
-    struct listing l = list_tree(d, &files, &dirs);
-    CHECKF(l.n == 0, "%zu entries created", l.n);
-    listing_free(&l);
+    check_bad_args(d, cases, sizeof cases / sizeof cases[0]);
     rm_rf(d);
     free(d);
 }
