@@ -1,0 +1,306 @@
+"""notebooks/degradation.ipynb runs under papermill on a fixture made through
+the study's own rows() and SCHEMA (and on the real table when there is one),
+and writes the figures, the table and the summary the paper reads; the
+paper's degradation section builds from them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from boatload import paper
+from boatload.verdict import VERDICTS
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "degradation.ipynb"
+STUDY = "degradation"
+REAL = sorted((REPO / "data" / "runs").glob(f"*/{STUDY}.parquet"))
+FIGURES = ("throughput", "ratios")
+
+
+def _fixtures():
+    spec = importlib.util.spec_from_file_location(
+        "boatload_degradation_fixtures", REPO / "tests" / "fixtures" / "make_degradation.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FX = _fixtures()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return FX.run_notebook(tmp_path_factory.mktemp("degradation"), REPO)
+
+
+@pytest.fixture(scope="module")
+def skipped(tmp_path_factory):
+    return FX.run_notebook(tmp_path_factory.mktemp("degradation-skipped"), REPO, variant="skipped")
+
+
+@pytest.fixture(scope="module")
+def fixture_runs(run):
+    return pl.read_parquet(run[STUDY])
+
+
+def measured(runs: pl.DataFrame) -> pl.DataFrame:
+    return runs.filter((pl.col("status") == "ok") & pl.col("mb_per_s").is_not_null())
+
+
+def expected_points(runs: pl.DataFrame) -> dict:
+    """(target, op, stage) -> median MB/s over the measured runs, and the
+    ratio of medians to stage 0, computed here independently of the notebook."""
+    med = measured(runs).group_by("target", "op", "stage").agg(pl.col("mb_per_s").median())
+    by = {(r["target"], r["op"], r["stage"]): r["mb_per_s"] for r in med.iter_rows(named=True)}
+    return {k: {"mb_per_s": v, "ratio": v / by[(k[0], k[1], 0)]} for k, v in by.items()}
+
+
+def published_points() -> dict:
+    ref = pl.read_csv(REPO / "data" / "reference" / f"{STUDY}.csv")
+    med = ref.group_by("extra_files", "op").agg(pl.col("mb_per_s").median())
+    return {(r["op"], r["extra_files"]): r["mb_per_s"] for r in med.iter_rows(named=True)}
+
+
+def spec_records(spec: dict) -> list[dict]:
+    """All inline data rows of a Vega-Lite spec (top-level datasets and data.values)."""
+    rows: list[dict] = []
+    for values in spec.get("datasets", {}).values():
+        rows.extend(values)
+
+    def walk(node):
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), list):
+                rows.extend(data["values"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk({k: v for k, v in spec.items() if k != "datasets"})
+    return rows
+
+
+def figure_rows(results: Path, name: str) -> list[dict]:
+    """The figure's data rows; the empty datum of a reference rule is no row."""
+    rows = spec_records(json.loads((results / "figures" / f"{STUDY}-{name}.vl.json").read_text()))
+    return [r for r in rows if r]
+
+
+def summary_of(results: Path) -> dict:
+    return json.loads((results / "tables" / f"{STUDY}-summary.json").read_text())
+
+
+def check_figure_files(results: Path) -> None:
+    magic = {"svg": b"<svg", "png": b"\x89PNG", "pdf": b"%PDF"}
+    for name in FIGURES:
+        for ext, head in magic.items():
+            path = results / "figures" / f"{STUDY}-{name}.{ext}"
+            assert path.is_file() and path.stat().st_size > 1000, path
+            assert path.read_bytes()[:64].lstrip().startswith(head), path
+        assert (results / "figures" / f"{STUDY}-{name}.vl.json").is_file()
+
+
+def check_measured_points(results: Path, runs: pl.DataFrame) -> None:
+    """One measured point per (target, op, stage) in the throughput figure and
+    per stage > 0 in the ratio figure, at the medians of the measured runs."""
+    want = expected_points(runs)
+    for name, stages, value in (("throughput", {0, 1, 2}, "mb_per_s"), ("ratios", {1, 2}, "ratio")):
+        got = {}
+        for r in figure_rows(results, name):
+            if r["source"] != "measured":
+                continue
+            key = (r["target"], r["op"], r["stage"])
+            assert key not in got, f"{name}: two measured points for {key}"
+            got[key] = r
+        assert set(got) == {k for k in want if k[2] in stages}, name
+        for key, r in got.items():
+            assert r[value] == pytest.approx(want[key][value], rel=1e-9), (name, key)
+            low, high = ("ci_low", "ci_high") if value == "mb_per_s" else ("ratio_low", "ratio_high")
+            assert r[low] <= r[value] <= r[high], (name, key)
+
+
+def check_published_points(results: Path) -> None:
+    pub = published_points()
+    extras = sorted({e for _, e in pub})
+    for name, stages in (("throughput", {0, 1, 2}), ("ratios", {1, 2})):
+        rows = [r for r in figure_rows(results, name) if r["source"] == "published"]
+        assert {(r["op"], r["stage"]) for r in rows} == {(op, s) for op in ("write_odirect", "read") for s in stages}
+        for r in rows:
+            assert r["extra_files"] == extras[r["stage"]]
+            assert r["mb_per_s"] == pytest.approx(pub[(r["op"], r["extra_files"])])
+            assert r["ratio"] == pytest.approx(pub[(r["op"], r["extra_files"])] / pub[(r["op"], 0)])
+            assert r["ci_low"] <= r["mb_per_s"] <= r["ci_high"]
+
+
+# --- the fixture -------------------------------------------------------------
+
+
+def test_fixture_comes_from_the_study(fixture_runs):
+    from boatload.studies.degradation import SCHEMA
+
+    assert dict(fixture_runs.schema) == SCHEMA
+    assert set(fixture_runs["status"]) == {"ok", "error"}
+
+
+def test_figure_files(run):
+    check_figure_files(run["results"])
+
+
+def test_figure_points(run, fixture_runs):
+    check_measured_points(run["results"], fixture_runs)
+    # the fixture's chosen medians, exactly (the failed job's far-off runs left out)
+    rows = {(r["target"], r["op"], r["stage"]): r for r in figure_rows(run["results"], "throughput")
+            if r["source"] == "measured"}
+    for target, ops in FX.RATES.items():
+        for op, medians in ops.items():
+            for stage, median in enumerate(medians):
+                assert rows[(target, op, stage)]["mb_per_s"] == pytest.approx(median), (target, op, stage)
+    assert rows[("xfs", "read", 0)]["runs"] == 10  # two of three repetitions
+    assert rows[("ext4", "read", 0)]["runs"] == 15
+
+
+def test_published_points(run):
+    check_published_points(run["results"])
+
+
+def test_table(run, fixture_runs):
+    table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
+    assert table.columns == [
+        "target", "filesystem", "op", "op_label", "stage", "extra_files", "files_on_disk", "reps", "runs",
+        "mb_per_s", "ci_low", "ci_high", "ratio", "ratio_low", "ratio_high",
+        "memory_limit_mb", "file_bytes", "block", "loop_direct_io",
+    ]
+    want = expected_points(fixture_runs)
+    assert table.height == len(want)
+    for r in table.iter_rows(named=True):
+        assert r["mb_per_s"] == pytest.approx(want[(r["target"], r["op"], r["stage"])]["mb_per_s"])
+        assert r["ci_low"] <= r["mb_per_s"] <= r["ci_high"]
+        assert r["extra_files"] == r["stage"] * FX.N
+        if r["stage"] == 0:
+            assert r["ratio"] == r["ratio_low"] == r["ratio_high"] == 1.0
+    assert set(table.filter(pl.col("op") == "write_odirect")["block"]) == {FX.BLOCK}
+    assert set(table.filter(pl.col("op") == "read")["block"]) == {512}
+
+
+def test_summary(run):
+    s = summary_of(run["results"])
+    assert s["study"] == STUDY and s["n_resamples"] >= 10_000 and s["level"] == 0.95
+    pub = published_points()
+    by = {(v["id"], v["target"]): v for v in s["verdicts"]}
+    assert len(by) == len(s["verdicts"]) == 4
+    for cid, targets in FX.EXPECTED.items():
+        for target, verdict in targets.items():
+            v = by[(cid, target)]
+            assert v["verdict"] == verdict, (cid, target, v)
+            assert v["ours_low"] <= v["ours"] <= v["ours_high"]
+            op = "write_odirect" if cid == "write_falls" else "read"
+            assert v["original_ratio"] == pytest.approx(pub[(op, 2_000_000)] / pub[(op, 0)])
+            assert v["ours"] == pytest.approx(FX.RATES[target][op][2] / FX.RATES[target][op][0])
+            assert {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict"} <= set(v)
+    assert by[("write_falls", "ext4")]["claim"].startswith("O_DIRECT write throughput falls as small files accumulate")
+    assert by[("read_falls", "ext4")]["claim"].startswith("Buffered read throughput falls")
+    setup = s["setup"]
+    assert setup["extra_files_per_stage"] == FX.N
+    assert setup["memory_limit_mb"] == FX.MEMORY_MB and setup["file_bytes"] == FX.FILE_BYTES
+    assert setup["write_block"] == FX.BLOCK and setup["read_block"] == 512
+    assert setup["runs_per_stage"] == FX.RUNS
+    assert setup["reps"] == {"ext4": 3, "xfs": 2}
+    assert setup["loop_direct_io"] == {"ext4": True, "xfs": True}
+    # the failed job is listed with its reason, not measured
+    assert s["counts"]["jobs"] == 6 and s["counts"]["jobs_not_measured"] == 1
+    (bad,) = s["not_measured"]
+    assert (bad["target"], bad["rep"], bad["status"]) == ("xfs", 3, "error") and bad["reason"] == FX.FAIL_REASON
+    assert s["original"]["extra_files_per_stage"] == 1_000_000 and s["original"]["runs_per_stage"] == 5
+    assert s["last_run_at"] >= s["first_run_at"]
+
+
+def test_paper_section(run, tmp_path):
+    pdf = paper.build_paper(REPO, tmp_path / "paper.pdf", run["results"])
+    text = pdf_text(pdf)
+    s = summary_of(run["results"])
+    assert "Degradation: a big file among many small ones" in text
+    for v in s["verdicts"]:
+        assert v["claim"] in text
+    assert "50,000 and 100,000 small files against the original's 1,000,000 and 2,000,000" in text
+    assert "cgroup limited to 256 MiB" in text
+    assert "xfs repetition 3 (error:" in text
+
+
+# --- every job skipped (no root) ------------------------------------------------
+
+
+def test_all_skipped(skipped):
+    results = skipped["results"]
+    table = (results / "tables" / f"{STUDY}.csv").read_text().splitlines()
+    assert table[0].startswith("target,filesystem,op") and len(table) == 1
+    s = summary_of(results)
+    assert s["counts"]["points"] == 0 and s["counts"]["jobs_not_measured"] == s["counts"]["jobs"] == 6
+    assert {v["verdict"] for v in s["verdicts"]} == {"not tested"}
+    assert all(r["reason"].startswith("not root") for r in s["not_measured"])
+    check_figure_files(results)
+    for name in FIGURES:
+        rows = figure_rows(results, name)
+        assert rows and {r["source"] for r in rows} == {"published"}
+    check_published_points(results)
+
+    pdf = paper.build_paper(REPO, results / "paper.pdf", results)
+    text = pdf_text(pdf)
+    assert "No job produced a measurement" in text and "not tested" in text
+
+
+# --- the real table --------------------------------------------------------------
+
+
+@pytest.mark.skipif(not REAL, reason="no data/runs/<host>/degradation.parquet")
+@pytest.mark.parametrize("data", REAL, ids=lambda p: p.parent.name)
+def test_real_data(data, tmp_path):
+    out = FX.run_notebook(tmp_path, REPO, data=data)
+    results = out["results"]
+    runs = pl.read_parquet(data)
+    check_figure_files(results)
+    check_measured_points(results, runs)
+    check_published_points(results)
+    s = summary_of(results)
+    targets = runs["target"].unique().to_list()
+    assert len(s["verdicts"]) == 2 * max(1, len(targets))
+    for v in s["verdicts"]:
+        assert v["verdict"] in VERDICTS
+        if v["ours"] is not None:
+            assert v["ours_low"] <= v["ours"] <= v["ours_high"]
+
+
+# --- the committed notebook --------------------------------------------------------
+
+
+def test_committed_notebook_is_clean():
+    nb = json.loads(NOTEBOOK.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code
+    for cell in code:
+        assert cell["outputs"] == [], "committed notebook has outputs"
+        assert cell["execution_count"] is None
+    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(params) == 1
+    src = "".join(params[0]["source"])
+    for name in ("data", "reference", "out_dir", "formats"):
+        assert f"{name} = " in src
+    assert "n_resamples = 10_000" in src
+
+
+def pdf_text(path: Path) -> str:
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) not installed")
+    out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
+    return re.sub(r"\s+", " ", out).replace("\u2019", "'")  # typst sets smart quotes

@@ -1,0 +1,324 @@
+"""notebooks/filecount.ipynb runs under papermill on a fixture made through the
+study's own rows() and SCHEMA (and on the real table when there is one), and
+writes the figures, the tables and the summary the paper reads; the paper's
+file-count section builds from them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from boatload import paper
+from boatload.verdict import VERDICTS
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOK = REPO / "notebooks" / "filecount.ipynb"
+STUDY = "filecount"
+REAL = sorted((REPO / "data" / "runs").glob(f"*/{STUDY}.parquet"))
+FIGURES = ("iops", "ratios")
+WORKER = "boatload-worker"
+
+
+def _fixtures():
+    spec = importlib.util.spec_from_file_location(
+        "boatload_filecount_fixtures", REPO / "tests" / "fixtures" / "make_filecount.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+FX = _fixtures()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    return FX.run_notebook(tmp_path_factory.mktemp("filecount"), REPO)
+
+
+@pytest.fixture(scope="module")
+def skipped(tmp_path_factory):
+    return FX.run_notebook(tmp_path_factory.mktemp("filecount-skipped"), REPO, variant="skipped")
+
+
+@pytest.fixture(scope="module")
+def fixture_runs(run):
+    return pl.read_parquet(run[STUDY])
+
+
+def measured(runs: pl.DataFrame) -> pl.DataFrame:
+    return runs.filter((pl.col("status") == "ok") & pl.col("iops").is_not_null())
+
+
+def expected_points(runs: pl.DataFrame) -> dict:
+    """(target, mode, tool, k) -> median IOPS over the measured runs and its
+    ratio to k = 1, computed here independently of the notebook."""
+    med = measured(runs).group_by("target", "mode", "tool", "files").agg(pl.col("iops").median())
+    by = {(r["target"], r["mode"], r["tool"], r["files"]): r["iops"] for r in med.iter_rows(named=True)}
+    return {k: {"iops": v, "ratio": v / by[(*k[:3], 1)]} for k, v in by.items()}
+
+
+def published() -> dict:
+    ref = pl.read_csv(REPO / "data" / "reference" / f"{STUDY}.csv", schema_overrides={"interval": pl.String})
+    return {r["files"]: r["iops"] for r in ref.filter(pl.col("interval") == "avg_2-10").iter_rows(named=True)}
+
+
+def spec_records(spec: dict) -> list[dict]:
+    """All inline data rows of a Vega-Lite spec (top-level datasets and data.values)."""
+    rows: list[dict] = []
+    for values in spec.get("datasets", {}).values():
+        rows.extend(values)
+
+    def walk(node):
+        if isinstance(node, dict):
+            data = node.get("data")
+            if isinstance(data, dict) and isinstance(data.get("values"), list):
+                rows.extend(data["values"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk({k: v for k, v in spec.items() if k != "datasets"})
+    return rows
+
+
+def figure_rows(results: Path, name: str) -> list[dict]:
+    """The figure's data rows; the empty datum of a reference rule is no row."""
+    rows = spec_records(json.loads((results / "figures" / f"{STUDY}-{name}.vl.json").read_text()))
+    return [r for r in rows if r]
+
+
+def summary_of(results: Path) -> dict:
+    return json.loads((results / "tables" / f"{STUDY}-summary.json").read_text())
+
+
+def check_figure_files(results: Path) -> None:
+    magic = {"svg": b"<svg", "png": b"\x89PNG", "pdf": b"%PDF"}
+    for name in FIGURES:
+        for ext, head in magic.items():
+            path = results / "figures" / f"{STUDY}-{name}.{ext}"
+            assert path.is_file() and path.stat().st_size > 1000, path
+            assert path.read_bytes()[:64].lstrip().startswith(head), path
+        assert (results / "figures" / f"{STUDY}-{name}.vl.json").is_file()
+
+
+def check_measured_points(results: Path, runs: pl.DataFrame) -> None:
+    """One measured point per (target, mode, tool, k) in the IOPS figure and per
+    k > 1 in the ratio figure, at the medians of the measured runs."""
+    want = expected_points(runs)
+    for name, value, low, high, keep in (
+        ("iops", "iops", "ci_low", "ci_high", lambda k: True),
+        ("ratios", "ratio", "ratio_low", "ratio_high", lambda k: k[3] > 1),
+    ):
+        got = {}
+        for r in figure_rows(results, name):
+            if r["source"] != "measured":
+                continue
+            key = (r["target"], r["mode"], r["tool"], r["files"])
+            assert key not in got, f"{name}: two measured points for {key}"
+            got[key] = r
+        assert set(got) == {k for k in want if keep(k)}, name
+        for key, r in got.items():
+            assert r[value] == pytest.approx(want[key][value], rel=1e-9), (name, key)
+            assert r[low] <= r[value] <= r[high], (name, key)
+
+
+def check_published_points(results: Path) -> None:
+    pub = published()
+    iops = [r for r in figure_rows(results, "iops") if r["source"] == "published"]
+    assert sorted(r["files"] for r in iops) == [1, 2]
+    for r in iops:
+        # vdbench's avg_2-10, the mean of seconds 2-10 (published to two decimals)
+        assert r["iops"] == pytest.approx(pub[r["files"]], rel=1e-5)
+        assert r["ci_low"] <= r["iops"] <= r["ci_high"]
+    ratios = [r for r in figure_rows(results, "ratios") if r["source"] == "published"]
+    assert [r["files"] for r in ratios] == [2]
+    assert ratios[0]["ratio"] == pytest.approx(pub[2] / pub[1], rel=1e-5)
+    assert ratios[0]["ratio_low"] <= ratios[0]["ratio"] <= ratios[0]["ratio_high"]
+
+
+# --- the fixture -------------------------------------------------------------
+
+
+def test_fixture_comes_from_the_study(fixture_runs):
+    from boatload.studies.filecount import SCHEMA
+
+    assert dict(fixture_runs.schema) == SCHEMA
+    assert set(fixture_runs["status"]) == {"ok", "skipped", "error"}
+
+
+def test_figure_files(run):
+    check_figure_files(run["results"])
+
+
+def test_figure_points(run, fixture_runs):
+    check_measured_points(run["results"], fixture_runs)
+    rows = {(r["target"], r["mode"], r["tool"], r["files"]): r for r in figure_rows(run["results"], "iops")
+            if r["source"] == "measured"}
+    for key, medians in FX.IOPS.items():
+        for k, median in zip(FX.FILES, medians):
+            if (*key, k, 2) == FX.FAILED:
+                continue  # two runs left: the median is their mean
+            assert rows[(*key, k)]["iops"] == pytest.approx(median), (key, k)
+    assert not any(k[0] == "tmpfs" and k[1] == "direct" for k in rows)  # skipped, never plotted
+    assert rows[("xfs", "direct", "fio", 3)]["reps"] == 2
+
+
+def test_published_points(run):
+    check_published_points(run["results"])
+
+
+def test_table(run, fixture_runs):
+    table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
+    assert table.columns[:13] == [
+        "target", "filesystem", "mode", "tool", "tool_label", "files", "reps", "iops", "ci_low", "ci_high",
+        "ratio", "ratio_low", "ratio_high",
+    ]
+    want = expected_points(fixture_runs)
+    assert table.height == len(want)
+    for r in table.iter_rows(named=True):
+        key = (r["target"], r["mode"], r["tool"], r["files"])
+        assert r["iops"] == pytest.approx(want[key]["iops"])
+        assert r["ratio"] == pytest.approx(want[key]["ratio"])
+        assert r["ci_low"] <= r["iops"] <= r["ci_high"]
+        if r["files"] == 1:
+            assert r["ratio"] == r["ratio_low"] == r["ratio_high"] == 1.0
+    assert set(table["threads"]) == {FX.THREADS} and set(table["xfer"]) == {FX.XFER}
+
+
+def test_peers_table(run, fixture_runs):
+    peers = pl.read_csv(run["results"] / "tables" / f"{STUDY}-peers.csv")
+    want = expected_points(fixture_runs)
+    keys = {(t, m, k) for (t, m, tool, k) in want if tool == WORKER and (t, m, "fio", k) in want}
+    assert {(r["target"], r["mode"], r["files"]) for r in peers.iter_rows(named=True)} == keys
+    for r in peers.iter_rows(named=True):
+        w, f = want[(r["target"], r["mode"], WORKER, r["files"])], want[(r["target"], r["mode"], "fio", r["files"])]
+        assert r["worker_over_fio"] == pytest.approx(w["iops"] / f["iops"])
+        assert r["low"] <= r["worker_over_fio"] <= r["high"]
+    s = summary_of(run["results"])
+    assert s["peers"]["all"]["points"] == peers.height
+    assert s["peers"]["all"]["min"] == pytest.approx(peers["worker_over_fio"].min())
+
+
+def test_summary(run):
+    s = summary_of(run["results"])
+    assert s["study"] == STUDY and s["n_resamples"] >= 10_000 and s["level"] == 0.95
+    pub = published()
+    by = {(v["target"], v["mode"]): v for v in s["verdicts"]}
+    assert len(by) == len(s["verdicts"]) == len(FX.EXPECTED)
+    for key, verdict in FX.EXPECTED.items():
+        v = by[key]
+        assert v["verdict"] == verdict, (key, v)
+        assert v["claim"].startswith("IOPS nearly double going from one file to two")
+        assert v["original_ratio"] == pytest.approx(pub[2] / pub[1], rel=1e-5)
+        assert {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict"} <= set(v)
+        if verdict == "not tested":
+            assert v["ours"] is None
+            continue
+        medians = FX.IOPS[(*key, WORKER)]
+        assert v["ours"] == pytest.approx(medians[1] / medians[0])
+        assert v["ours_low"] <= v["ours"] <= v["ours_high"]
+        assert v["share_of_original_gain"] == pytest.approx((v["ours"] - 1) / (v["original_ratio"] - 1))
+        assert v["fio_ratio"] == pytest.approx(FX.IOPS[(*key, "fio")][1] / FX.IOPS[(*key, "fio")][0])
+    setup = s["setup"]
+    assert setup["threads"] == FX.THREADS and setup["xfer"] == FX.XFER and setup["read_pct"] == FX.READ_PCT
+    assert setup["file_size_mb"] == FX.FILE_SIZE_MB and setup["files"] == FX.FILES
+    assert setup["modes"] == ["buffered", "direct"] and setup["tools"] == ["worker", "fio"]
+    assert setup["seconds"] == pytest.approx(FX.DURATION_S, abs=0.02)
+    # skipped and failed runs listed with their reasons
+    nm = s["not_measured"]
+    assert s["counts"]["runs_not_measured"] == len(nm) == 2 * len(FX.FILES) * FX.REPS + 1
+    assert all(r["reason"] for r in nm)
+    assert any(r["status"] == "error" and r["reason"] == FX.FAIL_REASON for r in nm)
+    assert s["original"]["iops_1"] == pytest.approx(pub[1], rel=1e-5)
+    assert s["original"]["ratio_2_over_1"] == pytest.approx(pub[2] / pub[1], rel=1e-5)
+
+
+def test_paper_section(run, tmp_path):
+    pdf = paper.build_paper(REPO, tmp_path / "paper.pdf", run["results"])
+    text = pdf_text(pdf)
+    s = summary_of(run["results"])
+    assert "File count: more files, more IOPS?" in text
+    for v in s["verdicts"]:
+        assert v["claim"] in text
+    assert "You can see that we double IOPS" in text
+    assert "5,410" in text and "10,100" in text  # the original's means, three figures
+    assert f"Over the {s['peers']['all']['points']} points measured by both tools" in text
+
+
+# --- every run skipped (no root) ------------------------------------------------
+
+
+def test_all_skipped(skipped):
+    results = skipped["results"]
+    for name in ("", "-peers"):
+        table = (results / "tables" / f"{STUDY}{name}.csv").read_text().splitlines()
+        assert table[0].startswith("target,filesystem,") and len(table) == 1
+    s = summary_of(results)
+    assert s["counts"]["points_measured"] == 0 and s["counts"]["runs_not_measured"] == s["counts"]["runs"]
+    assert {v["verdict"] for v in s["verdicts"]} == {"not tested"}
+    check_figure_files(results)
+    for name in FIGURES:
+        rows = figure_rows(results, name)
+        assert rows and {r["source"] for r in rows} == {"published"}
+    check_published_points(results)
+
+    pdf = paper.build_paper(REPO, results / "paper.pdf", results)
+    text = pdf_text(pdf)
+    assert "No run produced a measurement" in text and "not tested" in text
+
+
+# --- the real table --------------------------------------------------------------
+
+
+@pytest.mark.skipif(not REAL, reason="no data/runs/<host>/filecount.parquet")
+@pytest.mark.parametrize("data", REAL, ids=lambda p: p.parent.name)
+def test_real_data(data, tmp_path):
+    out = FX.run_notebook(tmp_path, REPO, data=data)
+    results = out["results"]
+    runs = pl.read_parquet(data)
+    check_figure_files(results)
+    check_measured_points(results, runs)
+    check_published_points(results)
+    s = summary_of(results)
+    assert len(s["verdicts"]) == max(1, runs.select("target", "mode").unique().height)
+    for v in s["verdicts"]:
+        assert v["verdict"] in VERDICTS
+        if v["ours"] is not None:
+            assert v["ours_low"] <= v["ours"] <= v["ours_high"]
+    assert (results / "tables" / f"{STUDY}-peers.csv").is_file()
+
+
+# --- the committed notebook --------------------------------------------------------
+
+
+def test_committed_notebook_is_clean():
+    nb = json.loads(NOTEBOOK.read_text())
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code
+    for cell in code:
+        assert cell["outputs"] == [], "committed notebook has outputs"
+        assert cell["execution_count"] is None
+    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(params) == 1
+    src = "".join(params[0]["source"])
+    for name in ("data", "reference", "out_dir", "formats"):
+        assert f"{name} = " in src
+    assert "n_resamples = 10_000" in src
+
+
+def pdf_text(path: Path) -> str:
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext (poppler-utils) not installed")
+    out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
+    return re.sub(r"\s+", " ", out).replace("\u2019", "'")  # typst sets smart quotes
