@@ -83,12 +83,25 @@ def _cmd_paper(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_blog(args: argparse.Namespace) -> int:
+    from boatload.blog import build_blog
+
+    try:
+        pages = build_blog(Path(args.results), Path(args.out), args.study or None)
+    except FileNotFoundError as err:
+        print(f"boatload blog: {err}", file=sys.stderr)
+        return 1
+    for page in pages:
+        print(page)
+    return 0
+
+
 def _cmd_figure(args: argparse.Namespace) -> int:
     """Rerun one study's notebook and the paper from the data already measured."""
     configfile = args.configfile or _measured_config()
     argv = [
         "snakemake", "--cores", "2", "--configfile", configfile,
-        "--forcerun", f"results/tables/{args.study}-summary.json", "--allowed-rules", "notebook", "paper",
+        "--forcerun", f"results/tables/{args.study}-summary.json", "--allowed-rules", f"notebook_{args.study}", "paper",
         "--", "results/paper/paper.pdf",
     ]
     return subprocess.call(argv)
@@ -138,6 +151,12 @@ def parser() -> argparse.ArgumentParser:
     paper.add_argument("--out", default="results/paper/paper.pdf")
     paper.add_argument("--results", default="results")
     paper.set_defaults(func=_cmd_paper)
+
+    blog = sub.add_parser("blog", help="one self-contained HTML page per study from results/")
+    blog.add_argument("--results", default="results")
+    blog.add_argument("--out", default="results/blog", help="folder for <study>.html")
+    blog.add_argument("--study", action="append", choices=NAMES, help="only this study (repeatable; default: every study with a summary)")
+    blog.set_defaults(func=_cmd_blog)
 
     figure = sub.add_parser("figure", help="rerun one study's notebook and the paper from existing data")
     figure.add_argument("study", choices=NAMES)

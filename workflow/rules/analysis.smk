@@ -24,24 +24,42 @@ rule provenance:
         "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} --order-seed {params.seed} {input:q}"
 
 
-rule notebook:
-    # One papermill notebook per study; it writes the study's table, its
-    # summary (the numbers the paper quotes) and its figures
-    # results/figures/<study>-<name>.{svg,png,pdf,vl.json}.
-    input:
-        notebook="notebooks/{study}.ipynb",
-        data=f"{RUNS}/{{study}}.parquet",
-        reference="data/reference/{study}.csv",
-        provenance="results/provenance.json",
-    output:
-        notebook="results/notebooks/{study}.ipynb",
-        table="results/tables/{study}.csv",
-        summary="results/tables/{study}-summary.json",
-    log:
-        "results/logs/notebook_{study}.log",
-    wildcard_constraints:
-        study="|".join(ANALYSED) or "none",
-    shell:
-        "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
-        "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results "
-        "> {log:q} 2>&1"
+# The figures each notebook writes, results/figures/<study>-<name>.{svg,png,pdf,vl.json}:
+# the SVGs are declared outputs, so the report (snakemake --report) and the blog
+# pages can list them per study.
+
+
+def figure_files(name, ext="svg"):
+    return [f"results/figures/{name}-{fig}.{ext}" for fig in FIGURES.get(name, [])]
+
+
+# One papermill notebook per study (rule notebook_<study>); it writes the
+# study's table, its summary (the numbers the paper quotes) and its figures.
+# One rule per study because a report caption is a file named when the rule is
+# parsed (workflow/report/<study>.rst) and each study has its own figures.
+for _study in ANALYSED:
+
+    rule:
+        name:
+            f"notebook_{_study}"
+        input:
+            notebook=f"notebooks/{_study}.ipynb",
+            data=f"{RUNS}/{_study}.parquet",
+            reference=f"data/reference/{_study}.csv",
+            provenance="results/provenance.json",
+        output:
+            notebook=f"results/notebooks/{_study}.ipynb",
+            table=report(
+                f"results/tables/{_study}.csv", caption=f"../report/{_study}.rst", category=_study, subcategory="table"
+            ),
+            summary=f"results/tables/{_study}-summary.json",
+            figures=[
+                report(path, caption=f"../report/{_study}.rst", category=_study, subcategory="figures")
+                for path in figure_files(_study)
+            ],
+        log:
+            f"results/logs/notebook_{_study}.log",
+        shell:
+            "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
+            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results "
+            "> {log:q} 2>&1"

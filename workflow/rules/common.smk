@@ -4,7 +4,7 @@ import json
 import os
 from glob import glob
 
-from boatload.studies import NAMES, study
+from boatload.studies import FIGURES, NAMES, study
 from boatload.system import hostname
 
 HOST = config.get("host") or hostname()

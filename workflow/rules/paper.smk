@@ -11,3 +11,19 @@ rule paper:
         "results/paper/paper.pdf",
     shell:
         "boatload paper --out {output:q} --results results"
+
+
+rule blog:
+    # One self-contained HTML page per study: question, verdicts, the measured
+    # table, the figures inline, and where it was measured.
+    input:
+        summary="results/tables/{study}-summary.json",
+        table="results/tables/{study}.csv",
+        figures=lambda w: figure_files(w.study),
+        provenance="results/provenance.json",
+    output:
+        "results/blog/{study}.html",
+    wildcard_constraints:
+        study="|".join(ANALYSED) or "none",
+    shell:
+        "boatload blog --results results --out results/blog --study {wildcards.study}"

@@ -16,6 +16,15 @@ from types import ModuleType
 
 # In the order of the paper; a study is available once its module exists.
 ORDER = ("degradation", "journal", "forest", "filecount", "tmpfs")
+# The figures each study's notebook writes (results/figures/<study>-<name>.*):
+# the workflow declares them as outputs and files them in the report.
+FIGURES = {
+    "degradation": ["throughput", "ratios"],
+    "journal": ["phases", "ratios"],
+    "forest": ["rates"],
+    "filecount": ["iops", "ratios"],
+    "tmpfs": ["rates", "ratios"],
+}
 NAMES = tuple(name for name in ORDER if importlib.util.find_spec(f"boatload.studies.{name}") is not None)
 
 

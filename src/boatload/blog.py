@@ -1,0 +1,258 @@
+"""One self-contained HTML page per study, for the blog.
+
+Each page, ``<out>/<study>.html``, holds the study's question, its verdict
+rows (claim, original, ours with interval, verdict), the figures (the SVGs
+inline), the measured table (``results/tables/<study>.csv``) and a provenance
+footer from ``results/provenance.json``. Inline CSS, no scripts, no external
+URLs; the same inputs give the same bytes.
+
+    boatload blog --results results --out results/blog [--study forest ...]
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+import math
+import re
+from pathlib import Path
+
+from boatload.paper import STUDIES, _write_atomic
+
+__all__ = ["QUESTIONS", "TITLES", "build_blog", "build_page", "fmt_number", "fmt_value", "studies_with_summary"]
+
+TITLES = {
+    "degradation": "Degradation",
+    "journal": "Journal",
+    "forest": "Forest",
+    "filecount": "File count",
+    "tmpfs": "tmpfs",
+}
+
+QUESTIONS = {
+    "degradation": "Does O_DIRECT write (and buffered read) speed fall as small files pile up?",
+    "journal": "Does an XFS log (or ext4 journal) on a fast external device help, and what do cache flushes cost?",
+    "forest": "How fast can a billion empty files be made, by which method, on which file system?",
+    "filecount": "Do IOPS grow with the number of files (a per-file lock)?",
+    "tmpfs": "tmpfs vs ext3 with the working set inside and beyond RAM.",
+}
+
+VERDICT_COLOURS = {
+    "reproduced": "#1b7837",
+    "partly": "#b35806",
+    "not": "#b2182b",
+}
+
+CSS = """
+body { font: 15px/1.5 Georgia, 'Libertinus Serif', serif; color: #222; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; }
+h1 { font-size: 1.7rem; margin-bottom: .2rem; }
+h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid #ccc; }
+.question { font-size: 1.1rem; font-style: italic; }
+table { border-collapse: collapse; font: 12px/1.35 'DejaVu Sans Mono', Menlo, monospace; margin: .5rem 0; }
+th, td { padding: 2px 6px; border-bottom: 1px solid #e4e4e4; vertical-align: top; }
+th { text-align: left; border-bottom: 1px solid #888; }
+td.num { text-align: right; white-space: nowrap; }
+table.verdicts { font-family: inherit; font-size: 14px; }
+.verdict { font-weight: bold; color: #555; }
+.scroll { overflow-x: auto; }
+figure { margin: 1rem 0; }
+figure svg { max-width: 100%; height: auto; }
+figcaption { font-size: 13px; color: #555; }
+footer { margin-top: 2.5rem; border-top: 1px solid #ccc; font-size: 12px; color: #555; }
+footer code { font-size: 11px; }
+""".strip()
+
+
+def studies_with_summary(results: Path) -> list[str]:
+    """Studies with a summary in ``results/tables``, in the paper's order."""
+    return [s for s in STUDIES if (Path(results) / "tables" / f"{s}-summary.json").is_file()]
+
+
+# --- numbers ----------------------------------------------------------------
+
+
+def fmt_number(x: float | None, digits: int = 4) -> str:
+    """A float for reading: ``digits`` significant figures, whole numbers from
+    1,000 up with thousands grouped; ``None``/NaN as an en dash.
+    1261.45675675 -> "1,261"; 1.1287334 -> "1.129"; 0.0036 -> "0.0036"."""
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "–"
+    x = float(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000:
+        return f"{round(x):,}"
+    e = math.floor(math.log10(abs(x)))
+    decimals = max(0, digits - 1 - e)
+    s = f"{x:.{decimals}f}"
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+_INT = re.compile(r"^-?\d+$")
+_FLOAT = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$")
+
+
+def fmt_value(cell: str) -> tuple[str, bool]:
+    """A CSV cell as shown in the measured table: ``(text, is_number)``.
+    Integers are shown as they are (grouped from 10,000), floats with
+    :func:`fmt_number`, anything else as written; an empty cell is an en dash."""
+    if cell is None or cell == "":
+        return "–", False
+    if _INT.match(cell):
+        n = int(cell)
+        return (f"{n:,}" if abs(n) >= 10_000 else str(n)), True
+    if _FLOAT.match(cell):
+        return fmt_number(float(cell)), True
+    return cell, False
+
+
+def _ratio(x) -> str:
+    return fmt_number(x, digits=3) if x is not None else "–"
+
+
+# --- pieces -----------------------------------------------------------------
+
+
+def _esc(x) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _svg_inline(path: Path) -> str:
+    """The SVG's markup for inlining in HTML: no XML declaration or doctype,
+    and no script (a figure must not need one)."""
+    text = path.read_text(encoding="utf-8")
+    text = re.sub(r"<\?xml[^>]*\?>", "", text)
+    text = re.sub(r"<!DOCTYPE[^>]*>", "", text, flags=re.IGNORECASE)
+    text = re.sub(r"<script\b.*?</script>", "", text, flags=re.IGNORECASE | re.DOTALL)
+    return text.strip()
+
+
+def figure_paths(results: Path, study: str) -> list[Path]:
+    """The study's SVG figures (``results/figures/<study>-<name>.svg``), sorted by name."""
+    return sorted((Path(results) / "figures").glob(f"{study}-*.svg"))
+
+
+def _verdicts(summary: dict) -> str:
+    rows = []
+    for v in summary.get("verdicts") or []:
+        ours = v.get("ours")
+        if ours is None:
+            ours_text = "–"
+        else:
+            ours_text = f"{_ratio(ours)} ({_ratio(v.get('ours_low'))}–{_ratio(v.get('ours_high'))})"
+        verdict = v.get("verdict") or "–"
+        colour = VERDICT_COLOURS.get(verdict)
+        style = f' style="color: {colour}"' if colour else ""
+        rows.append(
+            "<tr>"
+            f"<td>{_esc(v.get('claim'))}</td>"
+            f'<td class="num">{_esc(_ratio(v.get("original_ratio")))}</td>'
+            f'<td class="num">{_esc(ours_text)}</td>'
+            f'<td class="verdict"{style}>{_esc(verdict)}</td>'
+            "</tr>"
+        )
+    if not rows:
+        return "<p>This study states no claims with a verdict.</p>"
+    level = summary.get("level")
+    ci = f"{round(float(level) * 100)}% CI" if level is not None else "CI"
+    head = f"<tr><th>claim</th><th>original</th><th>ours ({_esc(ci)})</th><th>verdict</th></tr>"
+    rule = summary.get("verdict_rule")
+    note = f"<p>{_esc(rule)}</p>" if rule else ""
+    return f'<table class="verdicts"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>{note}'
+
+
+def _measured(table: Path) -> str:
+    if not table.is_file():
+        return f"<p>No measured table ({_esc(table.name)} is missing).</p>"
+    with table.open(newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    if not rows:
+        return "<p>The measured table is empty.</p>"
+    header, body = rows[0], rows[1:]
+    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    lines = []
+    for row in body:
+        cells = []
+        for cell in row:
+            text, numeric = fmt_value(cell)
+            cls = ' class="num"' if numeric else ""
+            cells.append(f"<td{cls}>{_esc(text)}</td>")
+        lines.append(f"<tr>{''.join(cells)}</tr>")
+    return (
+        f'<div class="scroll"><table class="measured"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(lines)}</tbody></table></div>"
+        f"<p>{len(body)} rows; medians over repetitions with bootstrap intervals (ci_low–ci_high).</p>"
+    )
+
+
+def _figures(results: Path, study: str) -> str:
+    parts = []
+    for path in figure_paths(results, study):
+        name = path.name[: -len(".svg")]
+        parts.append(f'<figure id="{_esc(name)}">{_svg_inline(path)}<figcaption>{_esc(name)}</figcaption></figure>')
+    return "".join(parts) or "<p>No figures.</p>"
+
+
+def _footer(provenance: dict | None, summary: dict) -> str:
+    if provenance is None:
+        return "<footer><p>No provenance.json next to these results.</p></footer>"
+    worker = provenance.get("worker") or {}
+    items = [
+        ("host", provenance.get("host")),
+        ("kernel", f"Linux {provenance['kernel']}" if provenance.get("kernel") else None),
+        ("OS", provenance.get("os")),
+        ("worker", f"boatload-worker {worker.get('version') or summary.get('worker_version') or '–'}"),
+        ("worker binary (SHA-256)", worker.get("sha256")),
+        ("lock file (SHA-256)", provenance.get("lock_sha256")),
+        ("configuration", f"{provenance.get('config', '–')}, scale {provenance.get('scale', '–')}"),
+        ("runs", f"{summary.get('first_run_at', '–')} to {summary.get('last_run_at', '–')}"),
+    ]
+    cells = "".join(
+        f"<tr><th>{_esc(k)}</th><td><code>{_esc(v)}</code></td></tr>" for k, v in items if v not in (None, "")
+    )
+    return f"<footer><p>Measured on:</p><table>{cells}</table></footer>"
+
+
+def build_page(results: Path, study: str) -> str:
+    """The HTML page of one study, from ``results`` (a str; no I/O besides reading)."""
+    results = Path(results)
+    summary = json.loads((results / "tables" / f"{study}-summary.json").read_text(encoding="utf-8"))
+    prov_path = results / "provenance.json"
+    provenance = json.loads(prov_path.read_text(encoding="utf-8")) if prov_path.is_file() else None
+    title = TITLES.get(study, study)
+    question = QUESTIONS.get(study, "")
+    overall = summary.get("verdict")
+    overall_html = f"<p>Overall: <strong>{_esc(overall)}</strong></p>" if isinstance(overall, str) and overall else ""
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>boatload: {_esc(title)}</title>\n<style>\n{CSS}\n</style>\n</head>\n<body>\n"
+        f"<h1>{_esc(title)}</h1>\n"
+        f'<p class="question">{_esc(question)}</p>\n'
+        f"{overall_html}\n"
+        f"<h2>Verdicts</h2>\n{_verdicts(summary)}\n"
+        f"<h2>Figures</h2>\n{_figures(results, study)}\n"
+        f"<h2>Measured values</h2>\n{_measured(results / 'tables' / f'{study}.csv')}\n"
+        f"{_footer(provenance, summary)}\n"
+        "</body>\n</html>\n"
+    )
+
+
+def build_blog(results: Path, out: Path, studies: list[str] | None = None) -> list[Path]:
+    """Write ``out/<study>.html`` for each of ``studies`` (default: every study
+    with a summary). Returns the pages written."""
+    results, out = Path(results), Path(out)
+    chosen = studies_with_summary(results) if studies is None else list(studies)
+    written = []
+    for study in chosen:
+        summary = results / "tables" / f"{study}-summary.json"
+        if not summary.is_file():
+            raise FileNotFoundError(f"{summary} is missing; run the {study} notebook first")
+        page = out / f"{study}.html"
+        _write_atomic(page, build_page(results, study).encode("utf-8"))
+        written.append(page)
+    return written
