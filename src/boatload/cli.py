@@ -97,12 +97,13 @@ def _cmd_blog(args: argparse.Namespace) -> int:
 
 
 def _cmd_figure(args: argparse.Namespace) -> int:
-    """Rerun one study's notebook and the paper from the data already measured."""
+    """Rerun one study's notebook, its blog page and the paper from the data already measured."""
     configfile = args.configfile or _measured_config()
     argv = [
         "snakemake", "--cores", "2", "--configfile", configfile,
-        "--forcerun", f"results/tables/{args.study}-summary.json", "--allowed-rules", f"notebook_{args.study}", "paper",
-        "--", "results/paper/paper.pdf",
+        "--forcerun", f"results/tables/{args.study}-summary.json",
+        "--allowed-rules", f"notebook_{args.study}", "blog", "paper",
+        "--", "results/paper/paper.pdf", f"results/blog/{args.study}.html",
     ]
     return subprocess.call(argv)
 
