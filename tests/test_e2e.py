@@ -76,6 +76,18 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
     assert "Nothing to be done" in second.stdout + second.stderr
     assert elapsed < 10
 
+    # One figure: only that study's notebook, its blog page and the paper run again.
+    before = pdf.stat().st_mtime_ns
+    figure = subprocess.run(
+        [sys.executable, "-m", "boatload.cli", "figure", "forest", "--configfile", "config/ci.yaml"],
+        cwd=workdir, capture_output=True, text=True,
+    )
+    assert figure.returncode == 0, figure.stderr[-3000:]
+    ran = {line.split()[-1].rstrip(":") for line in (figure.stdout + figure.stderr).splitlines()
+           if line.startswith(("rule ", "localrule "))}
+    assert ran == {"notebook_forest", "blog", "paper"}, ran
+    assert pdf.stat().st_mtime_ns > before
+
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
 def test_ctrl_c_mid_run_leaves_no_mount_or_loop_device(workdir):
