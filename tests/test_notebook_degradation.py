@@ -17,6 +17,7 @@ import pytest
 
 from boatload import paper
 from boatload.verdict import VERDICTS
+from notebook_checks import spec_records
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "degradation.ipynb"
@@ -68,27 +69,6 @@ def published_points() -> dict:
     ref = pl.read_csv(REPO / "data" / "reference" / f"{STUDY}.csv")
     med = ref.group_by("extra_files", "op").agg(pl.col("mb_per_s").median())
     return {(r["op"], r["extra_files"]): r["mb_per_s"] for r in med.iter_rows(named=True)}
-
-
-def spec_records(spec: dict) -> list[dict]:
-    """All inline data rows of a Vega-Lite spec (top-level datasets and data.values)."""
-    rows: list[dict] = []
-    for values in spec.get("datasets", {}).values():
-        rows.extend(values)
-
-    def walk(node):
-        if isinstance(node, dict):
-            data = node.get("data")
-            if isinstance(data, dict) and isinstance(data.get("values"), list):
-                rows.extend(data["values"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk({k: v for k, v in spec.items() if k != "datasets"})
-    return rows
 
 
 def figure_rows(results: Path, name: str) -> list[dict]:

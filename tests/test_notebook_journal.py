@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from boatload import paper
+from notebook_checks import spec_records
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "journal.ipynb"
@@ -48,27 +49,6 @@ def fixture_runs(run):
 
 def measured(runs: pl.DataFrame) -> pl.DataFrame:
     return runs.filter((pl.col("status") == "ok") & pl.col("ops_per_s").is_not_null())
-
-
-def spec_records(spec: dict) -> list[dict]:
-    """All inline data rows of a Vega-Lite spec (top-level datasets and data.values)."""
-    rows: list[dict] = []
-    for values in spec.get("datasets", {}).values():
-        rows.extend(values)
-
-    def walk(node):
-        if isinstance(node, dict):
-            data = node.get("data")
-            if isinstance(data, dict) and isinstance(data.get("values"), list):
-                rows.extend(data["values"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk({k: v for k, v in spec.items() if k != "datasets"})
-    return rows
 
 
 def figure_rows(results: Path, name: str) -> list[dict]:

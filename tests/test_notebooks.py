@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from notebook_checks import spec_records
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "forest.ipynb"
@@ -33,27 +34,6 @@ def fixture_runs(forest_run):
 
 def measured(runs: pl.DataFrame) -> pl.DataFrame:
     return runs.filter((pl.col("status") == "ok") & pl.col("files_per_s").is_not_null())
-
-
-def spec_records(spec: dict) -> list[dict]:
-    """All inline data rows of a Vega-Lite spec (top-level datasets and data.values)."""
-    rows: list[dict] = []
-    for values in spec.get("datasets", {}).values():
-        rows.extend(values)
-
-    def walk(node):
-        if isinstance(node, dict):
-            data = node.get("data")
-            if isinstance(data, dict) and isinstance(data.get("values"), list):
-                rows.extend(data["values"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk({k: v for k, v in spec.items() if k != "datasets"})
-    return rows
 
 
 def test_figure_files(forest_run):
