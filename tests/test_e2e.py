@@ -11,8 +11,9 @@ import polars as pl
 import pytest
 import yaml
 
-from boatload.studies import NAMES, study
+from boatload.studies import FIGURES, NAMES, study
 from conftest import ours_left
+from notebook_checks import spec_records
 
 pytestmark = pytest.mark.e2e
 
@@ -49,6 +50,15 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
         assert table.height > 0, name
         if os.geteuid() == 0:
             assert (table["status"] != "error").all(), (name, table.filter(pl.col("status") == "error"))
+    # Every notebook ran on the ci data, and its main figure plots a measured
+    # point for every target with a measurement, beside the published ones.
+    for name in NAMES:
+        table = pl.read_parquet(host / f"{name}.parquet")
+        spec = json.loads((workdir / "results" / "figures" / f"{name}-{FIGURES[name][0]}.vl.json").read_text())
+        records = spec_records(spec)
+        plotted = {r["target"] for r in records if r.get("source") == "measured"}
+        assert plotted == set(table.filter(pl.col("status") == "ok")["target"]), name
+        assert any(r.get("source") == "published" for r in records), name
     runs = pl.read_parquet(host / "forest.parquet")
     assert runs.height == planned
     assert set(runs["method"]) == set(forest["methods"])
