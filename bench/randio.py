@@ -1,0 +1,168 @@
+"""Random I/O: boatload-worker `randio` against fio running the same job, same targets.
+
+    uv run python bench/randio.py [--files 64] [--file-size 16M] [--duration 10] [--direct 0,1]
+                                  [--repeats 5] [--targets tmpfs,ext4]
+
+The job: N files of S bytes, 64 threads, 8 KiB transfers at uniformly random
+xfer-aligned offsets in a uniformly random file, 70 % reads (pread) and 30 %
+writes (pwrite), for D seconds, buffered (--direct 0) or O_DIRECT (1).
+
+    worker: boatload-worker randio --dir DIR --files N --file-size S --xfer 8K --read-pct 70
+                --duration D --threads 64 [--direct]
+            (its "prepare" phase fills the files first; the "io" phase is the one compared)
+    fio:    fio --name=randio --directory=DIR --filename_format=f.$filenum --nrfiles=N --filesize=S
+                --size=N*S --ioengine=psync --rw=randrw --rwmixread=70 --bs=8k --numjobs=64 --thread
+                --direct=0|1 --time_based --runtime=D --file_service_type=random --norandommap
+                --randrepeat=0 --group_reporting --output-format=json
+            (after an untimed layout run with --create_only=1; all 64 jobs share the N files,
+            like the worker's threads; psync = one pread/pwrite per I/O per thread)
+
+Goal (from the issue): the worker within 10 % of fio and not slower, read as
+1.00 <= worker IOPS / fio IOPS <= 1.10 (median of per-repetition ratios);
+both halves are printed.
+
+Until `boatload-worker randio --help` exits 0 (the workload is being written)
+this prints that the comparison is pending and exits 0; --force runs it
+anyway against whatever the built worker accepts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import benchlib as bl
+
+THREADS, XFER, READ_PCT = 64, 8192, 70
+
+
+def size(text: str) -> int:
+    m = re.fullmatch(r"(\d+)([KMG]?)", text.strip().upper())
+    if not m:
+        raise argparse.ArgumentTypeError(f"expected a size like 16M, got {text!r}")
+    return int(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--files", type=int, default=64, help="N files (default 64)")
+    ap.add_argument("--file-size", type=size, default=size("16M"), help="S bytes per file (default 16M)")
+    ap.add_argument("--duration", type=float, default=10, help="D seconds per run (default 10)")
+    ap.add_argument("--direct", default="0,1", help="0 (buffered), 1 (O_DIRECT) or both: 0,1 (default)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--targets", default="tmpfs,ext4")
+    ap.add_argument("--quiet-wait", type=float, default=5,
+                    help="before each run wait up to this many seconds for a machine >= 85%% idle (0: off)")
+    ap.add_argument("--max-others", type=float, default=0.25,
+                    help="run again (up to --tries runs) when other processes used more than this share of the CPUs "
+                         "during a run (default 0.25)")
+    ap.add_argument("--tries", type=int, default=3, help="at most this many runs per sample when busy (default 3)")
+    ap.add_argument("--force", action="store_true", help="run even if `randio --help` does not exit 0")
+    ap.add_argument("--json", help="write every sample to this file")
+    args = ap.parse_args()
+    N, S, D = args.files, args.file_size, args.duration
+    directs = [int(x) for x in args.direct.split(",")]
+
+    worker = bl.NATIVE_BUILD / "boatload-worker"
+    ok, why = bl.worker_has(worker, "randio")
+    if not ok and not args.force:
+        print(f"randio: comparison pending: the worker's `randio` workload is not there yet ({why}).")
+        print("randio: rerun once `boatload-worker randio --help` exits 0 (or pass --force to try the built worker).")
+        return 0
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root (it mounts a tmpfs and a loop-mounted ext4)")
+
+    fio_common = [f"--nrfiles={N}", f"--filesize={S}", f"--size={N * S}", "--filename_format=f.$filenum", "--ioengine=psync",
+                  "--rw=randrw", f"--rwmixread={READ_PCT}", f"--bs={XFER}", "--thread"]
+    methods = [f"{tool}-d{d}" for d in directs for tool in ("worker", "fio")]
+    all_samples, summary = {}, []
+    with bl.scratch_dir() as scratch:
+        bins = bl.snapshot(["boatload-worker"], scratch)
+        print("\n".join(bl.host_header(bins)))
+        if not ok:
+            print(f"# --force: {why}")
+        print(f"# {N} files x {S:,} bytes, {THREADS} threads, {XFER} B transfers, {READ_PCT} % reads, {D:g} s per run; "
+              f"{args.repeats} repetitions, alternating, fresh directory per run")
+
+        def run(m: str, d: Path) -> bl.Sample:
+            tool, direct = m.split("-d")
+            direct = int(direct)
+            if tool == "worker":
+                r = bl.run_timed([bins["boatload-worker"].path, "randio", "--dir", d, "--files", N, "--file-size", S,
+                                  "--xfer", XFER, "--read-pct", READ_PCT, "--duration", D, "--threads", THREADS]
+                                 + (["--direct"] if direct else []))
+                doc = json.loads(r.out)
+                if doc.get("status") != "ok":
+                    raise bl.RunError(f"worker randio: status {doc.get('status')}: {doc.get('error')}")
+                io = [p for p in doc["phases"] if p["name"] == "io"][-1]
+                reads, writes = io["reads"]["ops"], io["writes"]["ops"]
+                return bl.Sample(reads + writes, r.wall, io["seconds"], others=r.others,
+                                 extra={"reads": reads, "writes": writes, "worker": doc.get("worker")})
+            # fio: lay the files out first (untimed), then the timed job on them
+            bl.run_timed(["fio", "--name=layout", f"--directory={d}", *fio_common, "--create_only=1",
+                          "--output-format=json"])
+            r = bl.run_timed(["fio", "--name=randio", f"--directory={d}", *fio_common, f"--numjobs={THREADS}",
+                              f"--direct={direct}", "--time_based", f"--runtime={D:g}", "--file_service_type=random",
+                              "--norandommap", "--randrepeat=0", "--group_reporting", "--output-format=json"])
+            job = bl.json_doc(r.out)["jobs"][0]
+            if job.get("error"):
+                raise bl.RunError(f"fio: error {job['error']}")
+            reads, writes = job["read"]["total_ios"], job["write"]["total_ios"]
+            runtime_s = max(job["read"]["runtime"], job["write"]["runtime"]) / 1000
+            return bl.Sample(reads + writes, r.wall, runtime_s, others=r.others,
+                             extra={"reads": reads, "writes": writes,
+                                    "fio_iops": job["read"]["iops"] + job["write"]["iops"]})
+
+        for tname in args.targets.split(","):
+            with bl.mounted(tname, scratch) as tgt:
+                before = bl.load()
+
+                def run_one(m, r):
+                    with bl.fresh_dir(tgt.path, m, sync=(tname != "tmpfs")) as d:
+                        return run(m, d)
+
+                res = bl.alternate(methods, args.repeats, run_one, args.quiet_wait, max_others=args.max_others, tries=args.tries,
+                                   show=lambda s: f"{s.rate_of('inner'):,.0f} IOPS, reads {s.extra['reads'] / s.ops:.1%}")
+                after = bl.load()
+            all_samples[tname] = res
+            summary += report(tname, res, directs, args)
+            print(bl.busy_note(before, after))
+            print(f"# {bl.busy_runs(res, args.max_others)}")
+
+    print("\n## randio goal: worker / fio IOPS, needs 1.00 <= ratio <= 1.10 (within 10 % and not slower)")
+    print(bl.table(["target", "direct", "median", "range", "within 10%", "not slower", "verdict"], summary,
+                   right={2, 3}))
+    if args.json:
+        dump = {t: {m: [s.__dict__ if s else None for s in ss] for m, ss in res.items()} for t, res in all_samples.items()}
+        Path(args.json).write_text(json.dumps({"argv": sys.argv, "samples": dump}, indent=1, default=str))
+    return 0
+
+
+def report(tname, res, directs, args) -> list[list]:
+    rows, summary = [], []
+    for d in directs:
+        w, f = res[f"worker-d{d}"], res[f"fio-d{d}"]
+        ratios = bl.paired_ratios(w, f, "inner", "inner")
+        for m, ss in ((f"worker-d{d}", w), (f"fio-d{d}", f)):
+            iops = [s.rate_of("inner") if s else None for s in ss]
+            share = bl.med([s.extra["reads"] / s.ops for s in ss if s])
+            rows.append([m, bl.fmt_rate(bl.med(iops)), bl.rng(iops, ",.0f"), bl.spread(iops),
+                         f"{share:.1%}" if share is not None else "-",
+                         (f"{bl.med(ratios):.3f} ({bl.rng(ratios, '.3f')})" if ratios else "-") if m.startswith("w") else ""])
+        g = bl.med(ratios)
+        within = bl.verdict(g, 0.90, 1.10)
+        slower = bl.verdict(g, 1.00)
+        summary.append([tname, str(d), f"{g:.3f}" if g else "-", bl.rng(ratios, ".3f"), within, slower,
+                        bl.verdict(g, 1.00, 1.10)])
+    print(f"\n## randio on {tname}: IOPS (reads + writes), median of {args.repeats}")
+    print(bl.table(["method", "IOPS", "range", "spread", "reads", "worker/fio"], rows))
+    print("# IOPS = ops / the tool's own time of the I/O phase (worker: its io phase; fio: the group's runtime)")
+    return summary
+
+
+if __name__ == "__main__":
+    sys.exit(main())
