@@ -8,6 +8,11 @@ Goals (from the project issue):
   2. worker --threads 1 >= 0.95 x native/build/bare-create (the bare
      mkdirat + openat/close loop, i.e. the system-call limit).
 
+The worker makes empty files with one mknodat(S_IFREG) each (its default,
+--create-call auto); the row worker-1t-open runs it with --create-call open,
+the same two calls as bare-create, so worker-1t-open / bare-create is the
+worker's own overhead (timing, histogram, counters), printed for information.
+
 Every method makes the same tree, D leaf directories d000.. of F empty files
 (F = --per-dir, 1000; D = files / F) in a fresh empty directory of the target,
 except bonnie++, which needs more files to time its phases (see --bonnie-k)
@@ -58,6 +63,7 @@ print(time.perf_counter() - t0)
 CLOCK = {
     "worker-2t": "inner",
     "worker-1t": "inner",
+    "worker-1t-open": "inner",
     "bare-create": "inner",
     "python": "inner",
     "touch": "wall",
@@ -72,8 +78,9 @@ CLOCK = {
 GOAL_PEERS = ["python", "touch", "tar", "fio", "bonnie"]
 EXTRAS = ["fio-x2", "fio-rr", "tar-plain"]
 DESCRIBE = {
-    "worker-2t": "boatload-worker tree --shape DxF --threads 2",
-    "worker-1t": "boatload-worker tree --shape DxF --threads 1",
+    "worker-2t": "boatload-worker tree --shape DxF --threads 2 (mknodat per file: --create-call auto)",
+    "worker-1t": "boatload-worker tree --shape DxF --threads 1 (mknodat per file)",
+    "worker-1t-open": "boatload-worker tree --shape DxF --threads 1 --create-call open (openat+close, as bare-create)",
     "bare-create": "native/build/bare-create DIR D F",
     "python": "python3 -S loop: os.mkdir + os.open(name, O_CREAT|O_EXCL|O_WRONLY, dir_fd=leaf) + os.close",
     "touch": "sh -c 'xargs mkdir < dirs && xargs -n F touch < names' (one touch per leaf dir)",
@@ -130,12 +137,16 @@ class Create:
         s, b = self.scratch, self.bins
         if method.startswith("worker"):
             threads = 2 if method == "worker-2t" else 1
+            call = "open" if method.endswith("-open") else "auto"
             run = bl.run_timed([b["boatload-worker"].path, "tree", "--dir", d, "--shape",
-                                f"{self.D}x{self.F}", "--threads", threads])
+                                f"{self.D}x{self.F}", "--threads", threads, "--create-call", call])
             doc = json.loads(run.out)
             ph = doc["phases"][0]
-            if doc["status"] != "ok" or ph["name"] != "create" or ph["ops"] != self.N:
-                raise bl.RunError(f"worker: status {doc['status']}, phase {ph['name']}, ops {ph['ops']}")
+            used = doc["params"].get("create_call")
+            if doc["status"] != "ok" or ph["name"] != "create" or ph["ops"] != self.N or \
+                    used != ("open" if call == "open" else "mknod"):
+                raise bl.RunError(f"worker: status {doc['status']}, phase {ph['name']}, ops {ph['ops']}, "
+                                  f"create_call {used}")
             return bl.Sample.of(run, self.N, ph["seconds"], extra={"worker": doc["worker"]})
         if method == "bare-create":
             run = bl.run_timed([b["bare-create"].path, d, self.D, self.F])
@@ -216,7 +227,7 @@ def main() -> int:
     for p in peers + extras:
         if p not in CLOCK or p.startswith("worker") or p == "bare-create":
             ap.error(f"unknown peer {p!r}")
-    methods = ["worker-2t", "worker-1t", "bare-create"] + peers + extras
+    methods = ["worker-2t", "worker-1t", "worker-1t-open", "bare-create"] + peers + extras
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it mounts a tmpfs and a loop-mounted ext4)")
     if args.repeats < 5:
@@ -312,6 +323,10 @@ def report(tname, res, methods, peers, args, c) -> list[list]:
     g2 = bl.med(r1)
     f2 = f"{g2:.3f}" if g2 is not None else "-"
     print(f"goal 2  worker-1t / bare-create = {f2} (range {bl.rng(r1, '.3f')}); needs >= 0.95: {bl.verdict(g2, 0.95)}")
+    ov = bl.paired_ratios(res["worker-1t-open"], res["bare-create"], "inner", "inner")
+    if ov:
+        print(f"info    worker-1t-open / bare-create = {bl.med(ov):.3f} (range {bl.rng(ov, '.3f')}): the worker's "
+              "overhead on the same openat+close calls")
     sc = bl.paired_ratios(w2, res["worker-1t"], "inner", "inner")
     if sc:
         print(f"info    worker-2t / worker-1t = {bl.med(sc):.2f} (range {bl.rng(sc, '.2f')})")

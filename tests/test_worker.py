@@ -828,6 +828,9 @@ TREE_NEW_BAD_INPUTS = [
     (["--shape", "10", "--size", "100", "--size-align", "8"], "--size-align"),
     (["--shape", "10", "--size-align", "x"], "--size-align"),
     (["--shape", "10", "--content", "urandom"], "--content"),
+    (["--shape", "10", "--create-call", "creat"], "--create-call"),
+    (["--shape", "10", "--create-call", "mknod", "--size", "1"], "--create-call"),
+    (["--shape", "10", "--create-call", "mknod", "--fsync", "file"], "--create-call"),
 ]
 
 
@@ -839,3 +842,44 @@ def test_tree_new_options_bad_input_exit_2(worker, tmp_path, args, named):
     [line] = r.stderr.splitlines()
     assert line.startswith("boatload-worker: ") and named in line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args,size,call", [
+    ((), "0", "mknod"),                          # empty files, no fsync: one mknodat each
+    (("--create-call", "open"), "0", "open"),
+    (("--size", "100"), "100", "open"),          # bytes need an fd
+    (("--fsync", "file"), "0", "open"),
+    (("--create-call", "mknod", "--threads", "3", "--order", "random"), "0", "mknod"),
+])
+def test_tree_create_call_makes_the_same_files(worker, tmp_path, args, size, call):
+    ref, d = tmp_path / "ref", tmp_path / "d"
+    ref.mkdir()
+    d.mkdir()
+    _tree(worker, ref, "--shape", "4x25", "--create-call", "open", "--size", size)
+    doc = _tree(worker, d, "--shape", "4x25", *args)
+    assert doc["params"]["create_call"] == call
+    assert doc["phases"][0]["ops"] == 100 and doc["phases"][0]["latency_us"]["count"] == 100
+    assert tree_listing(d) == tree_listing(ref)
+    assert file_sizes(d) == file_sizes(ref)
+    for f in (d / "d000").iterdir():
+        st = f.lstat()
+        assert stat.S_ISREG(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o644 & ~_umask()
+
+
+def _umask() -> int:
+    old = os.umask(0)
+    os.umask(old)
+    return old
+
+
+@pytest.mark.parametrize("call", ["mknod", "open"])
+def test_tree_planted_file_symlink_never_followed(worker, tmp_path, call):
+    d, elsewhere = tmp_path / "d", tmp_path / "elsewhere"
+    d.mkdir()
+    elsewhere.mkdir()
+    (d / "f000002").symlink_to(elsewhere / "victim")
+    doc = _tree(worker, d, "--shape", "5", "--allow-existing", "--create-call", call)
+    assert doc["phases"][0]["ops"] == 4 and doc["phases"][0]["existing"] == 1
+    assert not (elsewhere / "victim").exists()
+    r = run(worker, "tree", "--dir", str(d / "again"), "--shape", "1")  # missing dir: exit 2
+    assert r.returncode == 2

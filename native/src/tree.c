@@ -10,8 +10,11 @@
  * thread or chunk made it) and openat(O_DIRECTORY|O_NOFOLLOW), keeping the
  * fds of its current path open so consecutive items share the prefix.
  * Files are created with openat(O_CREAT|O_EXCL|O_NOFOLLOW), written, and
- * closed relative to the directory fd. No absolute path is ever built and
- * no symlink is ever followed.
+ * closed relative to the directory fd; an empty file with no fsync is made
+ * with one mknodat(S_IFREG) instead (--create-call auto): the same file
+ * without the open file the program never uses, and one system call
+ * instead of two. No absolute path is ever built and no symlink is ever
+ * followed (mknodat, like O_CREAT|O_EXCL, fails with EEXIST on a symlink).
  */
 #include "tree.h"
 
@@ -37,10 +40,12 @@
 enum order { ORDER_SEQUENTIAL, ORDER_RANDOM };
 enum fsync_mode { FSYNC_NONE, FSYNC_FILE, FSYNC_DIR };
 enum layout { LAYOUT_FIXED, LAYOUT_RANDOM };
+enum create_call { CREATE_AUTO, CREATE_OPEN, CREATE_MKNOD };
 
 static const char *const order_names[] = {"sequential", "random", NULL};
 static const char *const fsync_names[] = {"none", "file", "dir", NULL};
 static const char *const layout_names[] = {"fixed", "random", NULL};
+static const char *const create_call_names[] = {"auto", "open", "mknod", NULL};
 
 #define TREE_DEFAULT_MAX_DEPTH 4
 #define TREE_DEFAULT_FILES_PER_DIR_MAX 16383 /* the study's $RANDOM/2 */
@@ -58,6 +63,7 @@ struct tree_opts {
     struct filedata_size size;
     uint64_t size_align;
     int content;
+    int create_call;
 };
 
 struct tree_plan {
@@ -73,6 +79,7 @@ struct tree_plan {
     struct filedata data;
     struct rlayout lay;       /* random layout */
     uint64_t *item_start;     /* random layout: items before position p, ndirs + 1 entries */
+    _Atomic int use_mknod;    /* cleared when auto finds mknodat unsupported */
     _Atomic uint64_t next_item;
 };
 
@@ -209,13 +216,32 @@ static int walk_to(struct phase_thread *t, struct walk *w, const struct tree_pla
     return depth ? w->fds[depth - 1] : p->rootfd;
 }
 
+/* mknodat errors that mean "not on this file system" rather than a
+ * failure of the request: auto falls back to open. */
+static int mknod_unsupported(int e)
+{
+    return e == EPERM || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL;
+}
+
 /* Create file name (global index gi) in dfd and write its bytes. 0: done;
  * 1: it already exists (--allow-existing); -errno: failed. t->ops counts
  * the file as soon as it exists. */
-static inline int create_file(struct phase_thread *t, const struct tree_plan *p, int dfd, const char *name,
+static inline int create_file(struct phase_thread *t, struct tree_plan *p, int dfd, const char *name,
                               uint64_t gi)
 {
     const struct tree_opts *o = p->o;
+    if (atomic_load_explicit(&p->use_mknod, memory_order_relaxed)) {
+        if (__builtin_expect(mknodat(dfd, name, S_IFREG | 0644, 0) == 0, 1)) {
+            t->ops++;
+            return 0;
+        }
+        int e = errno;
+        if (e == EEXIST && o->c.allow_existing)
+            return 1;
+        if (!(o->create_call == CREATE_AUTO && mknod_unsupported(e)))
+            return -e;
+        atomic_store_explicit(&p->use_mknod, 0, memory_order_relaxed);
+    }
     int fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (__builtin_expect(fd < 0, 0)) {
         int e = errno;
@@ -383,6 +409,8 @@ static void write_params(struct json *j, const void *arg)
     json_u64(j, o->size.align);
     json_key(j, "content");
     json_str(j, filedata_content_names[o->content]);
+    json_key(j, "create_call");
+    json_str(j, atomic_load(&p->use_mknod) ? "mknod" : "open");
     json_obj_end(j);
 }
 
@@ -426,6 +454,11 @@ static int check_options(struct tree_opts *o, const struct opt_spec *shape, cons
         cli_error("--size-align: %s", err);
         return -1;
     }
+    if (o->create_call == CREATE_MKNOD && (filedata_size_max(&o->size) > 0 || o->fsync != FSYNC_NONE)) {
+        cli_error("--create-call: mknod makes empty files and keeps no fd to fsync; not with --size above 0 "
+                  "or --fsync");
+        return -1;
+    }
     return 0;
 }
 
@@ -437,7 +470,7 @@ int tree_main(int argc, char **argv)
     o.files_per_dir_max = TREE_DEFAULT_FILES_PER_DIR_MAX;
     o.size = (struct filedata_size){.align = 1, .n = 1}; /* empty files */
     o.size_align = 1;
-    struct opt_spec specs[COMMON_NSPECS + 11];
+    struct opt_spec specs[COMMON_NSPECS + 12];
     memset(specs, 0, sizeof specs);
     common_specs(specs, &o.c);
     unsigned n = COMMON_NSPECS;
@@ -464,6 +497,8 @@ int tree_main(int argc, char **argv)
         .name = "--size-align", .type = OPT_SIZE, .dst = &o.size_align, .min = 1, .max = FILEDATA_MAX_SIZE};
     specs[n++] = (struct opt_spec){
         .name = "--content", .type = OPT_ENUM, .dst = &o.content, .choices = filedata_content_names};
+    specs[n++] = (struct opt_spec){
+        .name = "--create-call", .type = OPT_ENUM, .dst = &o.create_call, .choices = create_call_names};
     char err[CLI_ERR_MAX];
     if (cli_parse(argc, argv, specs, err, sizeof err) != 0) {
         cli_error("%s", err);
@@ -508,6 +543,9 @@ int tree_main(int argc, char **argv)
         plan_items_fixed(&plan, (unsigned)o.c.threads);
     }
     atomic_init(&plan.next_item, 0);
+    atomic_init(&plan.use_mknod, o.create_call == CREATE_MKNOD ||
+                                     (o.create_call == CREATE_AUTO && filedata_size_max(&o.size) == 0 &&
+                                      o.fsync == FSYNC_NONE));
 
     struct phase_opts po = {
         .name = "create",
