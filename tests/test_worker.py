@@ -883,3 +883,22 @@ def test_tree_planted_file_symlink_never_followed(worker, tmp_path, call):
     assert not (elsewhere / "victim").exists()
     r = run(worker, "tree", "--dir", str(d / "again"), "--shape", "1")  # missing dir: exit 2
     assert r.returncode == 2
+
+
+def _limit_nofile(n: int):
+    import resource
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+
+@pytest.mark.parametrize("nofile,fds", [(None, "per-thread"), (300, "shared")])
+def test_randio_fds_per_thread_unless_the_limit_is_too_low(worker, shm_dir, nofile, fds):
+    # 10 files x 64 threads = 640 fds: per thread normally, one shared set under a limit of 300
+    r = subprocess.run([str(worker), "randio", "--dir", str(shm_dir), "--files", "10", "--file-size", "64K",
+                        "--xfer", "4K", "--read-pct", "50", "--duration", "0.2", "--threads", "64"],
+                       capture_output=True, text=True, timeout=60,
+                       preexec_fn=_limit_nofile(nofile) if nofile else None)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["params"]["fds"] == fds
+    io = doc["phases"][1]
+    assert io["ops"] > 0 and io["ops"] == io["reads"]["ops"] + io["writes"]["ops"]
