@@ -50,6 +50,11 @@ def skipped(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def one_rep(tmp_path_factory):
+    return FX.run_notebook(tmp_path_factory.mktemp("filecount-one-rep"), REPO, variant="one-rep")
+
+
+@pytest.fixture(scope="module")
 def fixture_runs(run):
     return pl.read_parquet(run[STUDY])
 
@@ -159,10 +164,12 @@ def test_published_points(run):
 
 def test_table(run, fixture_runs):
     table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
-    assert table.columns[:13] == [
-        "target", "filesystem", "mode", "tool", "tool_label", "files", "reps", "iops", "ci_low", "ci_high",
-        "ratio", "ratio_low", "ratio_high",
+    assert table.columns[:15] == [
+        "target", "filesystem", "mode", "tool", "tool_label", "files", "reps", "sample_kind", "n_samples",
+        "iops", "ci_low", "ci_high", "ratio", "ratio_low", "ratio_high",
     ]
+    # three runs per point (one where a run failed): sampled by runs, not intervals
+    assert set(table["sample_kind"]) == {"runs"} and (table["n_samples"] == table["reps"]).all()
     want = expected_points(fixture_runs)
     assert table.height == len(want)
     for r in table.iter_rows(named=True):
@@ -302,3 +309,35 @@ def pdf_text(path: Path) -> str:
         pytest.skip("pdftotext (poppler-utils) not installed")
     out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
     return re.sub(r"\s+", " ", out).replace("\u2019", "'")  # typst sets smart quotes
+
+
+def test_one_repetition_is_sampled_by_intervals(one_rep):
+    """One run per point (the quick config): the worker's points are the mean of
+    their per-interval IOPS after the first, with an interval of real width, so
+    the verdicts are decided, not "too few runs"; fio's stay single runs."""
+    runs = pl.read_parquet(one_rep[STUDY])
+    table = pl.read_csv(one_rep["results"] / "tables" / f"{STUDY}.csv")
+    worker = table.filter(pl.col("tool") == WORKER)
+    assert worker.height > 0 and set(worker["sample_kind"]) == {"intervals"}
+    assert set(table.filter(pl.col("tool") != WORKER)["sample_kind"]) == {"runs"}
+    for r in worker.iter_rows(named=True):
+        [run_row] = measured(runs).filter(
+            (pl.col("target") == r["target"]) & (pl.col("mode") == r["mode"]) & (pl.col("tool") == WORKER)
+            & (pl.col("files") == r["files"])
+        ).iter_rows(named=True)
+        after_first = run_row["interval_iops"][1:]
+        assert r["n_samples"] == len(after_first) == 5
+        assert r["iops"] == pytest.approx(sum(after_first) / len(after_first), rel=1e-9)
+        assert r["ci_low"] < r["iops"] < r["ci_high"]
+    s = summary_of(one_rep["results"])
+    got = {(v["target"], v["mode"]): v["verdict"] for v in s["verdicts"]}
+    assert got == FX.EXPECTED
+
+
+def test_paper_section_one_repetition(one_rep, tmp_path):
+    text = " ".join(pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", one_rep["results"])).split())
+    s = summary_of(one_rep["results"])
+    assert s["counts"]["points_by_intervals"] == 20 and s["counts"]["intervals_min"] == 5  # 5 worker series x 4 k
+    assert "by the IOPS of each 0.5 s interval of the run after the first" in text
+    assert "(20 points)" in text
+    assert "too few runs" not in {v["verdict"] for v in s["verdicts"]}

@@ -111,6 +111,17 @@ def test_ci_run_worker_and_fio(scratch):
     assert set(ok["tool"]) == {"boatload-worker", "fio"}
     # a loop target's O_DIRECT goes on to the host's disk
     assert ok.filter(pl.col("target") == "ext4")["loop_direct_io"].all()
+    # the worker's per-interval IOPS (the samples of a point run once): whole
+    # intervals of the configured length, their ops adding up to the run's
+    interval = cfg["studies"]["filecount"]["interval_s"]
+    for r in ok.iter_rows(named=True):
+        if r["tool"] == "fio":
+            assert r["interval_iops"] is None
+            continue
+        assert r["interval_s"] == interval
+        assert len(r["interval_iops"]) >= int(r["seconds"] / interval) - 1 >= 3
+        assert all(x > 0 for x in r["interval_iops"])
+        assert sum(r["interval_iops"]) * interval == pytest.approx(r["ops"], rel=0.25)
 
     # The worker really used k files of the configured size, and fio the same k files.
     for d in docs:

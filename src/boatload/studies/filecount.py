@@ -58,6 +58,7 @@ def _settings(config: dict) -> dict:
         "xfer": study.get("xfer", 8192),
         "read_pct": study.get("read_pct", 70),
         "duration_s": study.get("duration_s", 5),
+        "interval_s": study.get("interval_s", 1.0),
         "modes": study.get("modes", ["buffered", "direct"]),
         "peers": study.get("peers", []),
         "loop_direct_io": study.get("loop_direct_io", True),
@@ -90,6 +91,7 @@ def jobs(config: dict) -> list[dict]:
             "xfer": s["xfer"],
             "read_pct": s["read_pct"],
             "duration_s": s["duration_s"],
+            "interval_s": s["interval_s"],
             "loop_direct_io": s["loop_direct_io"],
             "seed": config["seed"] + rep,
         }
@@ -133,9 +135,23 @@ def _prepare_seconds(doc: dict) -> float | None:
     return prep["seconds"] if prep else None
 
 
+def interval_iops(io: dict, interval_s: float) -> list[float]:
+    """The IOPS of each sampling interval of the io phase, in order, leaving
+    out a last interval shorter than half the nominal one (the ops in flight
+    at the deadline): vdbench's per-second lines, at our interval."""
+    out, start = [], 0.0
+    for s in io["intervals"]:
+        if s["t_s"] - start >= interval_s / 2:
+            out.append(float(s["ops_per_s"]))
+        start = s["t_s"]
+    return out
+
+
 def _measure_worker(d: Path, job: dict) -> dict:
+    interval = job.get("interval_s", 1.0)
     args = _randio_args(d, job) + [
         "--xfer", str(job["xfer"]), "--read-pct", f"{job['read_pct']:g}", "--duration", f"{job['duration_s']:g}",
+        "--interval", f"{interval:g}",
     ] + (["--direct"] if job["mode"] == "direct" else [])
     doc = run_worker("randio", args)
     if doc["status"] != "ok":
@@ -157,6 +173,8 @@ def _measure_worker(d: Path, job: dict) -> dict:
         "mb_per_s": io["mb_per_s"],
         "lat_mean_us": io["latency_us"]["mean"],
         "lat_p99_us": io["latency_us"]["p99"],
+        "interval_s": interval,
+        "interval_iops": interval_iops(io, interval),
         "prepare_seconds": _prepare_seconds(doc),
         "worker_result": doc,
         "fio_result": None,
@@ -259,6 +277,8 @@ SCHEMA = {
     "mb_per_s": pl.Float64,
     "lat_mean_us": pl.Float64,
     "lat_p99_us": pl.Float64,
+    "interval_s": pl.Float64,
+    "interval_iops": pl.List(pl.Float64),
     "loop_direct_io": pl.Boolean,
     "status": pl.String,
     "reason": pl.String,
@@ -296,6 +316,9 @@ def rows(doc: dict) -> list[dict]:
         "mb_per_s": result.get("mb_per_s"),
         "lat_mean_us": result.get("lat_mean_us"),
         "lat_p99_us": result.get("lat_p99_us"),
+        # per-interval IOPS of the worker's io phase (fio: none); the notebook's samples at one repetition
+        "interval_s": result.get("interval_s"),
+        "interval_iops": result.get("interval_iops"),
         "loop_direct_io": result.get("loop_direct_io"),
         # A run on a stand-in directory is not a measurement of the target it stands for.
         "status": "skipped" if substituted and result["status"] == "ok" else result["status"],
