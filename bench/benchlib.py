@@ -132,13 +132,6 @@ def syncfs(path: Path) -> None:
     subprocess.run(["sync", "-f", str(path)], check=False)
 
 
-def drop_caches(path: Path) -> None:
-    """Sync the target and drop the clean page cache, dentries and inodes
-    (root), so that the next run starts cold, whoever ran before."""
-    syncfs(path)
-    Path("/proc/sys/vm/drop_caches").write_text("3\n")
-
-
 _seq = 0
 
 

@@ -25,7 +25,6 @@ from boatload import targets
 from boatload.ledger import Ledger
 from boatload.signals import Terminated, deferred_signals, signals_as_exceptions
 from boatload.targets import (
-    NeedsRoot,
     TargetError,
     TargetSpec,
     cleanup,

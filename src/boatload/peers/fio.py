@@ -7,7 +7,7 @@ k files, as the worker runs it:
         --ioengine=psync --thread --numjobs=T --rw=randrw --rwmixread=P --bs=X
         --direct=0|1 --time_based --runtime=D --file_service_type=random
         --norandommap --randrepeat=0 --randseed=SEED --invalidate=0
-        --allow_file_create=0 --group_reporting --lat_percentiles=1
+        --fadvise_hint=0 --allow_file_create=0 --group_reporting --lat_percentiles=1
         --unified_rw_reporting=both --output-format=json
 
 - `--filename` lists the k files by name (the worker's names, `f000`...), so
@@ -19,6 +19,10 @@ k files, as the worker runs it:
   (`--allow_file_create=0`) and the buffered run starts with the page cache
   as warm as the worker's own run (`--invalidate=0`: fio would otherwise drop
   the files' cached pages before starting).
+- `--fadvise_hint=0`: by default fio tells the kernel POSIX_FADV_RANDOM for a
+  random job, which turns read-ahead off; the worker (like vdbench) gives no
+  hint. On a cold ext4 file that alone made fio's buffered IOPS 25-35 % lower
+  here (bench/randio.py).
 - psync is one pread/pwrite per I/O per thread, the worker's loop.
 - `--group_reporting` sums the T jobs; `--unified_rw_reporting=both` adds a
   "mixed" section with the latency of reads and writes together.
@@ -65,7 +69,7 @@ def randrw_argv(
         "--ioengine=psync", "--thread", f"--numjobs={threads}",
         "--rw=randrw", f"--rwmixread={read_pct:g}", f"--bs={xfer}", f"--direct={int(direct)}",
         "--time_based", f"--runtime={runtime_ms}ms", "--file_service_type=random",
-        "--norandommap", "--randrepeat=0", f"--randseed={seed}", "--invalidate=0",
+        "--norandommap", "--randrepeat=0", f"--randseed={seed}", "--invalidate=0", "--fadvise_hint=0",
         "--allow_file_create=0", "--group_reporting", "--lat_percentiles=1",
         "--unified_rw_reporting=both", "--output-format=json",
     ]
