@@ -27,7 +27,7 @@ on freshly written files and at 710-860k after `drop_caches`
 written files, 5 % on older ones). Hence also fio's `--invalidate=0`: by
 default fio drops the files' cached pages before it starts, the worker does not.
 
-Two fio options matter. `--filename=f000:f001:...` rather than
+Two more fio options matter. `--filename=f000:f001:...` rather than
 `--filename_format=f.$filenum --nrfiles=N`: with the latter fio 3.33 runs only
 the first of the 64 jobs, the 63 clones do no I/O at all. `--fadvise_hint=0`:
 fio's default advises POSIX_FADV_RANDOM for a random job, turning read-ahead
@@ -118,8 +118,8 @@ def main() -> int:
                     raise bl.RunError(f"worker randio: status {doc.get('status')}: {doc.get('error')}")
                 io = [p for p in doc["phases"] if p["name"] == "io"][-1]
                 reads, writes = io["reads"]["ops"], io["writes"]["ops"]
-                return bl.Sample(reads + writes, r.wall, io["seconds"], others=r.others,
-                                 extra={"reads": reads, "writes": writes, "worker": doc.get("worker")})
+                return bl.Sample.of(r, reads + writes, io["seconds"],
+                                    extra={"reads": reads, "writes": writes, "worker": doc.get("worker")})
             r = bl.run_timed(["fio", "--name=randio", f"--directory={d}", *fio_common, f"--numjobs={THREADS}",
                               f"--direct={direct}", "--time_based", f"--runtime={D:g}", "--file_service_type=random",
                               "--norandommap", "--randrepeat=0", "--invalidate=0", "--fadvise_hint=0", "--group_reporting",
@@ -131,9 +131,9 @@ def main() -> int:
                 raise bl.RunError(f"fio: ran {job['job options'].get('numjobs')} jobs, expected {THREADS}")
             reads, writes = job["read"]["total_ios"], job["write"]["total_ios"]
             runtime_s = max(job["read"]["runtime"], job["write"]["runtime"]) / 1000
-            return bl.Sample(reads + writes, r.wall, runtime_s, others=r.others,
-                             extra={"reads": reads, "writes": writes,
-                                    "fio_iops": job["read"]["iops"] + job["write"]["iops"]})
+            return bl.Sample.of(r, reads + writes, runtime_s,
+                                extra={"reads": reads, "writes": writes,
+                                       "fio_iops": job["read"]["iops"] + job["write"]["iops"]})
 
         for tname in args.targets.split(","):
             with bl.mounted(tname, scratch) as tgt:
@@ -172,8 +172,9 @@ def report(tname, res, directs, args) -> list[list]:
         for m, ss in ((f"worker-d{d}", w), (f"fio-d{d}", f)):
             iops = [s.rate_of("inner") if s else None for s in ss]
             share = bl.med([s.extra["reads"] / s.ops for s in ss if s])
+            cpu = bl.med([s.cpu_s / s.ops * 1e6 for s in ss if s and s.cpu_s is not None])
             rows.append([m, bl.fmt_rate(bl.med(iops)), bl.rng(iops, ",.0f"), bl.spread(iops),
-                         f"{share:.1%}" if share is not None else "-",
+                         f"{share:.1%}" if share is not None else "-", f"{cpu:.2f}" if cpu is not None else "-",
                          (f"{bl.med(ratios):.3f} ({bl.rng(ratios, '.3f')})" if ratios else "-") if m.startswith("w") else ""])
         g = bl.med(ratios)
         within = bl.verdict(g, 0.90, 1.10)
@@ -181,8 +182,9 @@ def report(tname, res, directs, args) -> list[list]:
         summary.append([tname, str(d), f"{g:.3f}" if g else "-", bl.rng(ratios, ".3f"), within, slower,
                         bl.verdict(g, 1.00, 1.10)])
     print(f"\n## randio on {tname}: IOPS (reads + writes), median of {args.repeats}")
-    print(bl.table(["method", "IOPS", "range", "spread", "reads", "worker/fio"], rows))
-    print("# IOPS = ops / the tool's own time of the I/O phase (worker: its io phase; fio: the group's runtime)")
+    print(bl.table(["method", "IOPS", "range", "spread", "reads", "cpu us/op", "worker/fio"], rows))
+    print("# IOPS = ops / the tool's own time of the I/O phase (worker: its io phase; fio: the group's runtime); "
+          "cpu us/op: user+sys CPU of the whole process per op (fio: with its start-up and file opening)")
     return summary
 
 
