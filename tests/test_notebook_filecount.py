@@ -332,6 +332,14 @@ def test_one_repetition_is_sampled_by_intervals(one_rep):
     s = summary_of(one_rep["results"])
     got = {(v["target"], v["mode"]): v["verdict"] for v in s["verdicts"]}
     assert got == FX.EXPECTED
+    # worker against fio: whole runs on both sides (fio has no intervals), no interval of the ratio
+    peers = pl.read_csv(one_rep["results"] / "tables" / f"{STUDY}-peers.csv")
+    run_iops = {(r["target"], r["mode"], r["tool"], r["files"]): r["iops"] for r in measured(runs).iter_rows(named=True)}
+    assert peers.height == 4 * 5
+    for r in peers.iter_rows(named=True):
+        key = (r["target"], r["mode"], r["files"])
+        assert r["worker_over_fio"] == pytest.approx(run_iops[(*key[:2], WORKER, key[2])] / run_iops[(*key[:2], "fio", key[2])])
+        assert r["low"] is None and r["high"] is None
 
 
 def test_paper_section_one_repetition(one_rep, tmp_path):
