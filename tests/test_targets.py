@@ -210,7 +210,16 @@ def test_signals_as_exceptions_raises_and_restores():
     assert signal.getsignal(signal.SIGTERM) is before
 
 
-def test_deferred_signals_hold_until_the_block_ends():
+@pytest.fixture
+def sigint_raises():
+    """SIGINT as a terminal process has it, even when pytest runs in a
+    background job or under nohup (where it starts out ignored)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_deferred_signals_hold_until_the_block_ends(sigint_raises):
     steps = []
     with pytest.raises(KeyboardInterrupt):
         with deferred_signals():
@@ -464,7 +473,10 @@ CHILD = textwrap.dedent(
     import signal, sys, time
     from pathlib import Path
     from boatload.targets import parse_target, provision
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with SIGINT ignored
+    # as a fresh terminal process has them, even if started under nohup or in a background job
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     spec = parse_target("ext4", {"fs": "ext4", "size_mb": 64})
     with provision(spec, Path(sys.argv[1])) as t:
         print("READY", t.path, flush=True)
