@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import platform
+import random
 import resource
 import shutil
 import statistics
@@ -139,9 +140,10 @@ _seq = 0
 def fresh_dir(target_root: Path, label: str, sync: bool):
     """A new empty directory for one run; removed afterwards (outside any timing).
 
-    With sync=True the target is synced after the removal so that the
-    write-back of this run (and of its deletion) does not land in the next
-    one. Caches are not dropped."""
+    With sync=True everything is synced after the removal (sync(2), not
+    only the target: a loop image's own write-back goes through the host's
+    page cache) so that the write-back of this run and of its deletion does
+    not land in the next one. Caches are not dropped."""
     global _seq
     _seq += 1
     d = target_root / f"run{_seq:04d}-{label}"
@@ -152,6 +154,7 @@ def fresh_dir(target_root: Path, label: str, sync: bool):
         subprocess.run(["rm", "-rf", "--one-file-system", "--", str(d)], check=True)
         if sync:
             syncfs(target_root)
+            os.sync()
 
 
 def count_tree(root: Path) -> tuple[int, int]:
@@ -334,17 +337,21 @@ def parse_bonnie_csv(out: str, k: int, dirs: int | None = None) -> dict:
 
 def alternate(methods: list[str], repeats: int, run_one, quiet_wait: float = 0, show=None,
               max_others: float | None = 0.25, tries: int = 3) -> dict[str, list]:
-    """Run every method once per repetition, rotating the order each time
-    (ABC, BCA, CAB, ...), so drift and position effects spread over all
-    methods. Before each run, wait up to `quiet_wait` s for an idle machine.
+    """Run every method once per repetition, in a new shuffled order each
+    time (seeded by the repetition, so reruns use the same orders), so that
+    drift, position and what ran just before spread over all methods. (A
+    rotation, ABC BCA CAB, moves positions but keeps every method behind the
+    same predecessor: with a buffered ext4 run before every worker O_DIRECT
+    run, the worker met the previous run's write-back each time.) Before
+    each run, wait up to `quiet_wait` s for an idle machine.
     A run during which other processes used more than `max_others` of the
     machine is run again (up to `tries` runs in all; the decision looks only
     at the others' CPU use, never at the result); the last one is kept.
     Returns {method: [Sample or None per repetition]}."""
     results: dict[str, list] = {m: [] for m in methods}
     for r in range(repeats):
-        k = r % len(methods)
-        order = methods[k:] + methods[:k]
+        order = list(methods)
+        random.Random(r).shuffle(order)
         for m in order:
             for attempt in range(1, tries + 1):
                 if quiet_wait:

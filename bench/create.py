@@ -241,7 +241,7 @@ def main() -> int:
         c = Create(args, scratch, bins)
         print(f"# tree: {c.D} dirs x {c.F} files = {c.N:,} empty files per run; bonnie++: "
               f"{args.bonnie_k} dirs x 1024 = {args.bonnie_k * 1024:,} files; {args.repeats} repetitions, "
-              "order rotated each repetition, fresh directory per run")
+              "order shuffled each repetition, fresh directory per run")
         for m in methods:
             print(f"#   {m:<12} [{CLOCK[m]}] {DESCRIBE[m]}")
         for tname in args.targets.split(","):
