@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import html
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -14,19 +13,13 @@ import pytest
 
 from boatload import blog
 from boatload.cli import main as cli_main
+from notebook_checks import load_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
-def _fixtures():
-    spec = importlib.util.spec_from_file_location("boatload_fixtures", REPO / "tests" / "fixtures" / "make_fixtures.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
     """The forest notebook run on the test fixture."""
-    return _fixtures().run_forest_notebook(tmp_path_factory.mktemp("blog"), REPO)["results"]
+    return load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("blog"), REPO)["results"]
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,7 @@ paper's degradation section builds from them."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import re
-import shutil
-import subprocess
+from functools import partial
 from pathlib import Path
 
 import polars as pl
@@ -17,7 +13,8 @@ import pytest
 
 from boatload import paper
 from boatload.verdict import VERDICTS
-from notebook_checks import spec_records
+import notebook_checks as nc
+from notebook_checks import load_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "degradation.ipynb"
@@ -26,16 +23,7 @@ REAL = sorted((REPO / "data" / "runs").glob(f"*/{STUDY}.parquet"))
 FIGURES = ("throughput", "ratios")
 
 
-def _fixtures():
-    spec = importlib.util.spec_from_file_location(
-        "boatload_degradation_fixtures", REPO / "tests" / "fixtures" / "make_degradation.py"
-    )
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-FX = _fixtures()
+FX = load_fixtures(STUDY)
 
 
 @pytest.fixture(scope="module")
@@ -71,24 +59,14 @@ def published_points() -> dict:
     return {(r["op"], r["extra_files"]): r["mb_per_s"] for r in med.iter_rows(named=True)}
 
 
-def figure_rows(results: Path, name: str) -> list[dict]:
-    """The figure's data rows; the empty datum of a reference rule is no row."""
-    rows = spec_records(json.loads((results / "figures" / f"{STUDY}-{name}.vl.json").read_text()))
-    return [r for r in rows if r]
+figure_rows = partial(nc.figure_rows, study=STUDY)
 
 
-def summary_of(results: Path) -> dict:
-    return json.loads((results / "tables" / f"{STUDY}-summary.json").read_text())
+summary_of = partial(nc.summary_of, study=STUDY)
 
 
 def check_figure_files(results: Path) -> None:
-    magic = {"svg": b"<svg", "png": b"\x89PNG", "pdf": b"%PDF"}
-    for name in FIGURES:
-        for ext, head in magic.items():
-            path = results / "figures" / f"{STUDY}-{name}.{ext}"
-            assert path.is_file() and path.stat().st_size > 1000, path
-            assert path.read_bytes()[:64].lstrip().startswith(head), path
-        assert (results / "figures" / f"{STUDY}-{name}.vl.json").is_file()
+    nc.check_figure_files(results, FIGURES, study=STUDY)
 
 
 def check_measured_points(results: Path, runs: pl.DataFrame) -> None:
@@ -264,23 +242,8 @@ def test_real_data(data, tmp_path):
 
 
 def test_committed_notebook_is_clean():
-    nb = json.loads(NOTEBOOK.read_text())
-    assert nb["metadata"]["kernelspec"]["name"] == "python3"
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    assert code
-    for cell in code:
-        assert cell["outputs"] == [], "committed notebook has outputs"
-        assert cell["execution_count"] is None
-    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
-    assert len(params) == 1
-    src = "".join(params[0]["source"])
-    for name in ("data", "reference", "out_dir", "formats"):
-        assert f"{name} = " in src
+    src = nc.clean_notebook_parameters(NOTEBOOK)
     assert "n_resamples = 10_000" in src
 
 
-def pdf_text(path: Path) -> str:
-    if shutil.which("pdftotext") is None:
-        pytest.skip("pdftotext (poppler-utils) not installed")
-    out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
-    return re.sub(r"\s+", " ", out).replace("\u2019", "'")  # typst sets smart quotes
+pdf_text = partial(nc.pdf_text, plain_quotes=True)

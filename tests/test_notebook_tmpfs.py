@@ -4,18 +4,15 @@ summary the paper reads; the paper's tmpfs section builds from them."""
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import re
-import shutil
-import subprocess
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from boatload import paper
-from notebook_checks import spec_records
+import notebook_checks as nc
+from notebook_checks import load_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "tmpfs.ipynb"
@@ -23,14 +20,7 @@ STUDY = "tmpfs"
 KEY = ("target", "working_set", "tool", "test")
 
 
-def _fixtures():
-    spec = importlib.util.spec_from_file_location("boatload_tmpfs_fixtures", REPO / "tests" / "fixtures" / "make_tmpfs.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-FX = _fixtures()
+FX = load_fixtures(STUDY)
 
 
 @pytest.fixture(scope="module")
@@ -57,14 +47,10 @@ def medians(runs: pl.DataFrame) -> dict:
     return {tuple(r[k] for k in KEY): r for r in agg.iter_rows(named=True)}
 
 
-def figure_rows(results: Path, name: str) -> list[dict]:
-    """The figure's data rows; the empty datum of a reference rule (x = 1) is no row."""
-    rows = spec_records(json.loads((results / "figures" / f"{STUDY}-{name}.vl.json").read_text()))
-    return [r for r in rows if r]
+figure_rows = partial(nc.figure_rows, study=STUDY)
 
 
-def summary_of(results: Path) -> dict:
-    return json.loads((results / "tables" / f"{STUDY}-summary.json").read_text())
+summary_of = partial(nc.summary_of, study=STUDY)
 
 
 def test_fixture_follows_the_schema(fixture_runs):
@@ -75,13 +61,7 @@ def test_fixture_follows_the_schema(fixture_runs):
 
 @pytest.mark.parametrize("name", ["rates", "ratios"])
 def test_figure_files(run, name):
-    figures = run["results"] / "figures"
-    magic = {"svg": b"<svg", "png": b"\x89PNG", "pdf": b"%PDF"}
-    for ext, head in magic.items():
-        path = figures / f"{STUDY}-{name}.{ext}"
-        assert path.is_file() and path.stat().st_size > 1000, path
-        assert path.read_bytes()[:64].lstrip().startswith(head), path
-    assert (figures / f"{STUDY}-{name}.vl.json").is_file()
+    nc.check_figure_files(run["results"], [name], study=STUDY)
 
 
 def test_rate_points(run, fixture_runs):
@@ -202,11 +182,7 @@ def test_all_skipped(skipped):
         assert rows and all(r["source"] == "published" for r in rows)
 
 
-def pdf_text(path: Path) -> str:
-    if shutil.which("pdftotext") is None:
-        pytest.skip("pdftotext (poppler-utils) not installed")
-    out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
-    return re.sub(r"\s+", " ", out)
+pdf_text = partial(nc.pdf_text)
 
 
 def test_paper_section(run, tmp_path):
@@ -230,18 +206,7 @@ def test_paper_section_without_measurements(skipped, tmp_path):
 
 
 def test_committed_notebook_is_clean():
-    nb = json.loads(NOTEBOOK.read_text())
-    assert nb["metadata"]["kernelspec"]["name"] == "python3"
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    assert code
-    for cell in code:
-        assert cell["outputs"] == [], "committed notebook has outputs"
-        assert cell["execution_count"] is None
-    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
-    assert len(params) == 1
-    src = "".join(params[0]["source"])
-    for name in ("data", "reference", "out_dir", "formats"):
-        assert f"{name} = " in src
+    nc.clean_notebook_parameters(NOTEBOOK)
 
 
 REAL = sorted((REPO / "data" / "runs").glob(f"*/{STUDY}.parquet"))

@@ -3,28 +3,20 @@ figure, the table and the summary the paper reads."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import polars as pl
 import pytest
-from notebook_checks import spec_records
+from notebook_checks import load_fixtures, spec_records
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "forest.ipynb"
 
 
-def _fixtures():
-    spec = importlib.util.spec_from_file_location("boatload_fixtures", REPO / "tests" / "fixtures" / "make_fixtures.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def forest_run(tmp_path_factory):
-    return _fixtures().run_forest_notebook(tmp_path_factory.mktemp("forest"), REPO)
+    return load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("forest"), REPO)
 
 
 @pytest.fixture(scope="module")

@@ -3,31 +3,22 @@ numbers of the summary in its text."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from boatload import paper
+from notebook_checks import load_fixtures, pdf_text
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _fixtures():
-    spec = importlib.util.spec_from_file_location("boatload_fixtures", REPO / "tests" / "fixtures" / "make_fixtures.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
-    return _fixtures().run_forest_notebook(tmp_path_factory.mktemp("paper"), REPO)["results"]
+    return load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("paper"), REPO)["results"]
 
 
 @pytest.fixture(scope="module")
@@ -51,11 +42,6 @@ def fmt_ratio(x: float) -> str:
     return fmt_rate(x) if abs(x) >= 10 else f"{x:.2f}"
 
 
-def pdf_text(path: Path) -> str:
-    if shutil.which("pdftotext") is None:
-        pytest.skip("pdftotext (poppler-utils) not installed")
-    out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
-    return re.sub(r"\s+", " ", out)
 
 
 def test_pdf_is_reproducible(built):
@@ -118,7 +104,7 @@ def test_paper_without_measurements(tmp_path):
     """Without root every run stands in on a plain directory and is skipped:
     the notebook still writes an empty table and a summary, and the paper says
     there is nothing to compare."""
-    run = _fixtures().run_forest_notebook(tmp_path / "work", REPO, variant="substituted")
+    run = load_fixtures("fixtures").run_forest_notebook(tmp_path / "work", REPO, variant="substituted")
     results = run["results"]
     table = (results / "tables" / "forest.csv").read_text().splitlines()
     assert table[0].startswith("target,filesystem,method") and len(table) == 1
