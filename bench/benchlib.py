@@ -464,3 +464,26 @@ def load() -> str:
 def busy_note(before: str, after: str) -> str:
     return (f"# load average before {before}, after {after} (2 shared cores: other users' jobs add noise; "
             "medians of alternating runs and per-repetition ratios damp it, the spread shows it)")
+
+
+# --------------------------------------------------------------------------
+# what every script takes and writes
+
+
+def add_run_args(ap) -> None:
+    """The options of every script about noise and the sample dump."""
+    ap.add_argument("--quiet-wait", type=float, default=5,
+                    help="before each run wait up to this many seconds for a machine >= 85%% idle (default 5; 0: off)")
+    ap.add_argument("--max-others", type=float, default=0.25,
+                    help="run again (up to --tries runs) when other processes used more than this share of the CPUs "
+                         "during a run (default 0.25)")
+    ap.add_argument("--tries", type=int, default=3, help="at most this many runs per sample when busy (default 3)")
+    ap.add_argument("--json", help="write every sample to this file")
+
+
+def dump_samples(path: str | None, all_samples: dict) -> None:
+    """Every sample of every target and method, with the command line, to path (if given)."""
+    if not path:
+        return
+    dump = {t: {m: [s.__dict__ if s else None for s in ss] for m, ss in res.items()} for t, res in all_samples.items()}
+    Path(path).write_text(json.dumps({"argv": sys.argv, "samples": dump}, indent=1, default=str))

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import sys
@@ -210,13 +209,7 @@ def main() -> int:
                          "bonnie++ prints +++++ for phases under 0.5 s)")
     ap.add_argument("--peers", default=",".join(GOAL_PEERS), help=f"goal peers to run (default {','.join(GOAL_PEERS)})")
     ap.add_argument("--extra", default="", help=f"extra rows, not in the goal: {','.join(EXTRAS)}")
-    ap.add_argument("--quiet-wait", type=float, default=5,
-                    help="before each run wait up to this many seconds for a machine >= 85%% idle (default 5; 0: off)")
-    ap.add_argument("--json", help="write every sample to this file")
-    ap.add_argument("--max-others", type=float, default=0.25,
-                    help="run again (up to --tries runs) when other processes used more than this share of the CPUs "
-                         "during a run (default 0.25)")
-    ap.add_argument("--tries", type=int, default=3, help="at most this many runs per sample when busy (default 3)")
+    bl.add_run_args(ap)
     args = ap.parse_args()
     if args.files % args.per_dir or args.files < args.per_dir:
         ap.error("--files must be a multiple of --per-dir")
@@ -266,9 +259,7 @@ def main() -> int:
 
     print("\n## goals")
     print(bl.table(["target", "goal", "median", "range", "needs", "verdict"], verdicts, right={2, 3, 4}))
-    if args.json:
-        dump = {t: {m: [s.__dict__ if s else None for s in ss] for m, ss in res.items()} for t, res in all_samples.items()}
-        Path(args.json).write_text(json.dumps({"argv": sys.argv, "samples": dump}, indent=1, default=str))
+    bl.dump_samples(args.json, all_samples)
     return 0
 
 

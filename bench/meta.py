@@ -54,14 +54,8 @@ def main() -> int:
     ap.add_argument("--targets", default="tmpfs,ext4")
     ap.add_argument("--threads", default="1",
                     help="worker thread counts to run, comma-separated (default 1: bonnie++ is one process)")
-    ap.add_argument("--quiet-wait", type=float, default=5,
-                    help="before each run wait up to this many seconds for a machine >= 85%% idle (0: off)")
-    ap.add_argument("--max-others", type=float, default=0.25,
-                    help="run again (up to --tries runs) when other processes used more than this share of the CPUs "
-                         "during a run (default 0.25)")
-    ap.add_argument("--tries", type=int, default=3, help="at most this many runs per sample when busy (default 3)")
     ap.add_argument("--force", action="store_true", help="run even if `meta --help` does not exit 0")
-    ap.add_argument("--json", help="write every sample to this file")
+    bl.add_run_args(ap)
     args = ap.parse_args()
     dirs = args.k if args.dirs is None else args.dirs
     files = args.k * 1024
@@ -133,9 +127,7 @@ def main() -> int:
 
     print("\n## goals: worker / bonnie++ (median of per-repetition ratios)")
     print(bl.table(["target", "phase", "worker", "median", "range", "needs", "verdict"], summary, right={3, 4, 5}))
-    if args.json:
-        dump = {t: {m: [s.__dict__ if s else None for s in ss] for m, ss in res.items()} for t, res in all_samples.items()}
-        Path(args.json).write_text(json.dumps({"argv": sys.argv, "samples": dump}, indent=1, default=str))
+    bl.dump_samples(args.json, all_samples)
     return 0
 
 

@@ -72,14 +72,8 @@ def main() -> int:
     ap.add_argument("--direct", default="0,1", help="0 (buffered), 1 (O_DIRECT) or both: 0,1 (default)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--targets", default="tmpfs,ext4")
-    ap.add_argument("--quiet-wait", type=float, default=5,
-                    help="before each run wait up to this many seconds for a machine >= 85%% idle (0: off)")
-    ap.add_argument("--max-others", type=float, default=0.25,
-                    help="run again (up to --tries runs) when other processes used more than this share of the CPUs "
-                         "during a run (default 0.25)")
-    ap.add_argument("--tries", type=int, default=3, help="at most this many runs per sample when busy (default 3)")
     ap.add_argument("--force", action="store_true", help="run even if `randio --help` does not exit 0")
-    ap.add_argument("--json", help="write every sample to this file")
+    bl.add_run_args(ap)
     args = ap.parse_args()
     N, S, D = args.files, args.file_size, args.duration
     directs = [int(x) for x in args.direct.split(",")]
@@ -158,9 +152,7 @@ def main() -> int:
     print("\n## randio goal: worker / fio IOPS, needs 1.00 <= ratio <= 1.10 (within 10 % and not slower)")
     print(bl.table(["target", "direct", "median", "range", "within 10%", "not slower", "verdict"], summary,
                    right={2, 3}))
-    if args.json:
-        dump = {t: {m: [s.__dict__ if s else None for s in ss] for m, ss in res.items()} for t, res in all_samples.items()}
-        Path(args.json).write_text(json.dumps({"argv": sys.argv, "samples": dump}, indent=1, default=str))
+    bl.dump_samples(args.json, all_samples)
     return 0
 
 

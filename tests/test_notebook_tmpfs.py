@@ -182,7 +182,7 @@ def test_all_skipped(skipped):
         assert rows and all(r["source"] == "published" for r in rows)
 
 
-pdf_text = partial(nc.pdf_text)
+pdf_text = nc.pdf_text
 
 
 def test_paper_section(run, tmp_path):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from notebook_checks import load_fixtures, spec_records
+from notebook_checks import clean_notebook_parameters, load_fixtures, spec_records
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "forest.ipynb"
@@ -114,15 +114,4 @@ def test_summary(forest_run, fixture_runs):
 
 
 def test_committed_notebook_is_clean():
-    nb = json.loads(NOTEBOOK.read_text())
-    assert nb["metadata"]["kernelspec"]["name"] == "python3"
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
-    assert code
-    for cell in code:
-        assert cell["outputs"] == [], "committed notebook has outputs"
-        assert cell["execution_count"] is None
-    params = [c for c in code if "parameters" in c.get("metadata", {}).get("tags", [])]
-    assert len(params) == 1
-    src = "".join(params[0]["source"])
-    for name in ("data", "reference", "out_dir", "formats"):
-        assert f"{name} = " in src
+    clean_notebook_parameters(NOTEBOOK)
