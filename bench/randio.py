@@ -12,7 +12,7 @@ writes (pwrite), for D seconds, buffered (--direct 0) or O_DIRECT (1).
             (its "prepare" phase finds the files there; the "io" phase is the one compared)
     fio:    fio --name=randio --directory=DIR --filename=f000:f001:...  --filesize=S --size=N*S
                 --ioengine=psync --rw=randrw --rwmixread=70 --bs=8k --numjobs=64 --thread
-                --direct=0|1 --time_based --runtime=D --file_service_type=random --norandommap
+                --direct=0|1 --time_based --runtime=D*1000ms --file_service_type=random --norandommap
                 --randrepeat=0 --invalidate=0 --fadvise_hint=0 --group_reporting --output-format=json
             (all 64 jobs share the N files, like the worker's threads; psync = one
             pread/pwrite per I/O per thread)
@@ -50,11 +50,63 @@ import json
 import os
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import benchlib as bl
 
 THREADS, XFER, READ_PCT = 64, 8192, 70
+
+
+@dataclass(frozen=True)
+class Job:
+    """The compared job: N files of S bytes, D seconds, buffered or O_DIRECT;
+    the two tools' command lines for it and what they report."""
+
+    files: int
+    file_size: int
+    duration: float
+    direct: int
+    threads: int = THREADS
+
+    def names(self) -> list[str]:
+        return [f"f{i:0{max(3, len(str(self.files - 1)))}d}" for i in range(self.files)]  # the worker's
+
+    def prepare(self, worker: Path, d: Path) -> None:
+        """Lay out fresh files in d (untimed), as the filecount study does."""
+        r = bl.run_timed([worker, "randio", "--dir", d, "--files", self.files, "--file-size", self.file_size,
+                          "--prepare"])
+        if json.loads(r.out).get("status") != "ok":
+            raise bl.RunError(f"randio --prepare: {r.out[:200]}")
+
+    def worker_argv(self, worker: Path, d: Path) -> list:
+        return ([worker, "randio", "--dir", d, "--files", self.files, "--file-size", self.file_size,
+                 "--xfer", XFER, "--read-pct", READ_PCT, "--duration", f"{self.duration:g}",
+                 "--threads", self.threads] + (["--direct"] if self.direct else []))
+
+    def fio_argv(self, d: Path) -> list:
+        return ["fio", "--name=randio", f"--directory={d}", "--filename=" + ":".join(self.names()),
+                f"--filesize={self.file_size}", f"--size={self.files * self.file_size}", "--ioengine=psync",
+                "--rw=randrw", f"--rwmixread={READ_PCT}", f"--bs={XFER}", "--thread", f"--numjobs={self.threads}",
+                f"--direct={self.direct}", "--time_based", f"--runtime={round(self.duration * 1000)}ms",  # --runtime=0.5 ran 3 ms
+                "--file_service_type=random", "--norandommap", "--randrepeat=0", "--invalidate=0",
+                "--fadvise_hint=0", "--group_reporting", "--output-format=json"]
+
+    def parse(self, tool: str, out: str) -> tuple[int, int, float]:
+        """(reads, writes, seconds of the I/O by the tool's own clock) from its output."""
+        if tool == "worker":
+            doc = json.loads(out)
+            if doc.get("status") != "ok":
+                raise bl.RunError(f"worker randio: status {doc.get('status')}: {doc.get('error')}")
+            io = [p for p in doc["phases"] if p["name"] == "io"][-1]
+            return io["reads"]["ops"], io["writes"]["ops"], io["seconds"]
+        job = bl.json_doc(out)["jobs"][0]
+        if job.get("error"):
+            raise bl.RunError(f"fio: error {job['error']}")
+        if job["job options"].get("numjobs", str(self.threads)) != str(self.threads):
+            raise bl.RunError(f"fio: ran {job['job options'].get('numjobs')} jobs, expected {self.threads}")
+        runtime_s = max(job["read"]["runtime"], job["write"]["runtime"]) / 1000
+        return job["read"]["total_ios"], job["write"]["total_ios"], runtime_s
 
 
 def size(text: str) -> int:
@@ -87,9 +139,6 @@ def main() -> int:
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it mounts a tmpfs and a loop-mounted ext4)")
 
-    names = [f"f{i:0{max(3, len(str(N - 1)))}d}" for i in range(N)]  # the worker's file names
-    fio_common = ["--filename=" + ":".join(names), f"--filesize={S}", f"--size={N * S}", "--ioengine=psync",
-                  "--rw=randrw", f"--rwmixread={READ_PCT}", f"--bs={XFER}", "--thread"]
     methods = [f"{tool}-d{d}" for d in directs for tool in ("worker", "fio")]
     all_samples, summary = {}, []
     with bl.scratch_dir() as scratch:
@@ -102,32 +151,13 @@ def main() -> int:
 
         def run(m: str, d: Path) -> bl.Sample:
             tool, direct = m.split("-d")
-            direct = int(direct)
+            job = Job(N, S, D, int(direct))
             if tool == "worker":
-                r = bl.run_timed([bins["boatload-worker"].path, "randio", "--dir", d, "--files", N, "--file-size", S,
-                                  "--xfer", XFER, "--read-pct", READ_PCT, "--duration", D, "--threads", THREADS]
-                                 + (["--direct"] if direct else []))
-                doc = json.loads(r.out)
-                if doc.get("status") != "ok":
-                    raise bl.RunError(f"worker randio: status {doc.get('status')}: {doc.get('error')}")
-                io = [p for p in doc["phases"] if p["name"] == "io"][-1]
-                reads, writes = io["reads"]["ops"], io["writes"]["ops"]
-                return bl.Sample.of(r, reads + writes, io["seconds"],
-                                    extra={"reads": reads, "writes": writes, "worker": doc.get("worker")})
-            r = bl.run_timed(["fio", "--name=randio", f"--directory={d}", *fio_common, f"--numjobs={THREADS}",
-                              f"--direct={direct}", "--time_based", f"--runtime={D:g}", "--file_service_type=random",
-                              "--norandommap", "--randrepeat=0", "--invalidate=0", "--fadvise_hint=0", "--group_reporting",
-                              "--output-format=json"])
-            job = bl.json_doc(r.out)["jobs"][0]
-            if job.get("error"):
-                raise bl.RunError(f"fio: error {job['error']}")
-            if job["job options"].get("numjobs", str(THREADS)) != str(THREADS):
-                raise bl.RunError(f"fio: ran {job['job options'].get('numjobs')} jobs, expected {THREADS}")
-            reads, writes = job["read"]["total_ios"], job["write"]["total_ios"]
-            runtime_s = max(job["read"]["runtime"], job["write"]["runtime"]) / 1000
-            return bl.Sample.of(r, reads + writes, runtime_s,
-                                extra={"reads": reads, "writes": writes,
-                                       "fio_iops": job["read"]["iops"] + job["write"]["iops"]})
+                r = bl.run_timed(job.worker_argv(bins["boatload-worker"].path, d))
+            else:
+                r = bl.run_timed(job.fio_argv(d))
+            reads, writes, inner_s = job.parse(tool, r.out)
+            return bl.Sample.of(r, reads + writes, inner_s, extra={"reads": reads, "writes": writes})
 
         for tname in args.targets.split(","):
             with bl.mounted(tname, scratch) as tgt:
@@ -135,10 +165,7 @@ def main() -> int:
 
                 def run_one(m, r):
                     with bl.fresh_dir(tgt.path, m, sync=(tname != "tmpfs")) as d:
-                        prep = bl.run_timed([bins["boatload-worker"].path, "randio", "--dir", d, "--files", N,
-                                             "--file-size", S, "--prepare"])
-                        if json.loads(prep.out).get("status") != "ok":
-                            raise bl.RunError(f"randio --prepare: {prep.out[:200]}")
+                        Job(N, S, D, 0).prepare(bins["boatload-worker"].path, d)
                         return run(m, d)
 
                 res = bl.alternate(methods, args.repeats, run_one, args.quiet_wait, max_others=args.max_others, tries=args.tries,

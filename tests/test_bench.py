@@ -1,0 +1,52 @@
+"""bench/randio.py's job, run for real by both tools at a small scale: the
+comparison is only worth something if fio runs as many jobs as the worker
+has threads, on the files the worker laid out, with the same read share."""
+
+import shutil
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+from randio import READ_PCT, Job  # noqa: E402
+
+import benchlib as bl  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not shutil.which("fio"), reason="fio is not installed")
+
+
+def test_worker_and_fio_run_the_same_job_on_the_same_files(tmp_path, worker):
+    job = Job(files=6, file_size=1 << 20, duration=0.5, direct=0, threads=8)
+    job.prepare(worker, tmp_path)
+    laid_out = sorted(p.name for p in tmp_path.iterdir())
+    assert laid_out == job.names()
+    assert {p.stat().st_size for p in tmp_path.iterdir()} == {job.file_size}
+
+    run = bl.run_timed(job.worker_argv(worker, tmp_path))
+    reads, writes, secs = job.parse("worker", run.out)
+    assert 0.4 <= secs <= 2.0
+    assert reads + writes > 1000
+    assert abs(reads / (reads + writes) * 100 - READ_PCT) < 3
+
+    run = bl.run_timed(job.fio_argv(tmp_path))
+    reads, writes, secs = job.parse("fio", run.out)
+    assert 0.4 <= secs <= 2.0
+    assert reads + writes > 1000
+    assert abs(reads / (reads + writes) * 100 - READ_PCT) < 3
+    # the same command without --group_reporting: each of the 8 jobs did I/O
+    # (with --filename_format and --nrfiles, fio 3.33 ran only the first)
+    per_job = bl.run_timed([a for a in job.fio_argv(tmp_path) if a != "--group_reporting"])
+    jobs = bl.json_doc(per_job.out)["jobs"]
+    assert len(jobs) == 8
+    assert all(j["read"]["total_ios"] + j["write"]["total_ios"] > 0 for j in jobs)
+    # fio wrote nothing of its own next to them
+    assert sorted(p.name for p in tmp_path.iterdir()) == laid_out
+
+
+def test_fio_parse_rejects_a_run_with_fewer_jobs(tmp_path):
+    job = Job(files=2, file_size=1 << 16, duration=0.1, direct=0, threads=8)
+    out = '{"jobs": [{"error": 0, "job options": {"numjobs": "1"}, "read": {}, "write": {}}]}'
+    with pytest.raises(bl.RunError, match="ran 1 jobs, expected 8"):
+        job.parse("fio", out)
