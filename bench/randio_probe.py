@@ -15,7 +15,9 @@ run what the machine did meanwhile:
   in the loop worker, served from the image file, completed);
 - with --perf, `perf stat -a` counts per op: system calls, context
   switches, wake-ups, softirqs and inter-processor interrupts (IPIs);
-- with --pin CPUS both tools run under `taskset -c CPUS`.
+- with --pin CPUS both tools run under `taskset -c CPUS`;
+- with --dir DIR the runs go to DIR, on whatever file system and device it
+  is (its block device's counters), instead of a fresh loop-mounted ext4.
 
 A closed loop of 64 threads: IOPS = 64 / (time in the device + time outside
 it), so the device time column shows where a slower tool loses.
@@ -24,6 +26,7 @@ it), so the device time column shows where a slower tool loses.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import statistics
@@ -48,8 +51,17 @@ def cpu_ticks() -> list[int]:
     return [int(x) for x in Path("/proc/stat").read_text().split("\n")[0].split()[1:8]]
 
 
+def block_device(path: Path) -> str:
+    """The block device (sysfs name, a partition's own) under path's file system."""
+    st = os.stat(path)
+    node = Path(f"/sys/dev/block/{os.major(st.st_dev)}:{os.minor(st.st_dev)}")
+    if not (node / "stat").exists():
+        sys.exit(f"bench: --dir: {path} is not on a block device (no {node}/stat)")
+    return node.resolve().name
+
+
 def device_stat(dev: str) -> list[int]:
-    return [int(x) for x in Path(f"/sys/block/{dev}/stat").read_text().split()]
+    return [int(x) for x in Path(f"/sys/class/block/{dev}/stat").read_text().split()]
 
 
 def perf_counts(path: Path) -> dict[str, int]:
@@ -70,9 +82,12 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=4, help="pairs of runs (default 4)")
     ap.add_argument("--pin", metavar="CPUS", help="run both tools under `taskset -c CPUS`")
     ap.add_argument("--perf", action="store_true", help="count system-wide events with `perf stat -a`")
+    ap.add_argument("--dir", type=Path, help="an existing directory to run in (default: a fresh loop ext4)")
     args = ap.parse_args()
-    if os.geteuid() != 0:
-        sys.exit("bench: needs root (it mounts a loop-mounted ext4)")
+    if os.geteuid() != 0 and not args.dir:
+        sys.exit("bench: needs root (it mounts a loop-mounted ext4); or pass --dir")
+    if args.dir and not args.dir.is_dir():
+        sys.exit(f"bench: --dir: {args.dir} is not a directory")
     for tool in ["fio"] + (["taskset"] if args.pin else []) + (["perf"] if args.perf else []):
         if not shutil.which(tool):
             sys.exit(f"bench: `{tool}` is not installed")
@@ -84,12 +99,14 @@ def main() -> int:
         print("\n".join(bl.host_header(bins)))
         print(f"# {job.files} files x {job.file_size:,} bytes, {job.threads} threads, direct={job.direct}, "
               f"{job.duration:g} s per run, {args.repeats} pairs, pinned to {args.pin or 'nothing'}")
-        with bl.mounted("ext4", scratch) as tgt:
-            dev = Path(tgt.provenance["loop_device"]).name
+        with (contextlib.nullcontext(None) if args.dir else bl.mounted("ext4", scratch)) as tgt:
+            root = args.dir if args.dir else tgt.path
+            dev = block_device(root) if args.dir else Path(tgt.provenance["loop_device"]).name
+            print(f"# in {root}, device {dev}")
             for r in range(args.repeats):
                 pair = {}
                 for tool in (("worker", "fio") if r % 2 == 0 else ("fio", "worker")):
-                    with bl.fresh_dir(tgt.path, tool, sync=True) as d:
+                    with bl.fresh_dir(root, tool, sync=True) as d:
                         job.prepare(bins["boatload-worker"].path, d)
                         os.sync()
                         argv = prefix + (job.worker_argv(bins["boatload-worker"].path, d) if tool == "worker"
@@ -118,7 +135,7 @@ def main() -> int:
                                    for k in PERF_EVENTS.values())])
                     print(f"  {tool:6s} {ops / secs:9,.0f} IOPS, {in_device_us:.0f} us in the device", flush=True)
                 ratios.append(pair["worker"] / pair["fio"])
-    print(f"\n## randio on loop ext4, direct={job.direct}: per run (shares of both CPUs; counts per device request)")
+    print(f"\n## randio in {'--dir' if args.dir else 'loop ext4'}, direct={job.direct}: per run (shares of both CPUs; counts per device request)")
     print(bl.table(["tool", "IOPS", "requests", "user", "sys", "idle", "iowait", "softirq", "us in device",
                     *PERF_EVENTS.values()], rows))
     slower = sum(x < 1 for x in ratios)
