@@ -228,7 +228,7 @@ def main() -> int:
 
     all_samples = {}
     verdicts = []
-    with bl.scratch_dir() as scratch:
+    with bl.scratch_dir(args.scratch_in) as scratch:
         bins = bl.snapshot(["boatload-worker", "bare-create"], scratch)
         print("\n".join(bl.host_header(bins)))
         c = Create(args, scratch, bins)

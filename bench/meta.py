@@ -72,7 +72,7 @@ def main() -> int:
     threads = [int(t) for t in args.threads.split(",")]
     methods = ["bonnie"] + [f"worker-{t}t" for t in threads]
     all_samples, summary = {}, []
-    with bl.scratch_dir() as scratch:
+    with bl.scratch_dir(args.scratch_in) as scratch:
         bins = bl.snapshot(["boatload-worker"], scratch)
         print("\n".join(bl.host_header(bins)))
         if not ok:

@@ -141,7 +141,7 @@ def main() -> int:
 
     methods = [f"{tool}-d{d}" for d in directs for tool in ("worker", "fio")]
     all_samples, summary = {}, []
-    with bl.scratch_dir() as scratch:
+    with bl.scratch_dir(args.scratch_in) as scratch:
         bins = bl.snapshot(["boatload-worker"], scratch)
         print("\n".join(bl.host_header(bins)))
         if not ok:

@@ -83,6 +83,7 @@ def main() -> int:
     ap.add_argument("--pin", metavar="CPUS", help="run both tools under `taskset -c CPUS`")
     ap.add_argument("--perf", action="store_true", help="count system-wide events with `perf stat -a`")
     ap.add_argument("--dir", type=Path, help="an existing directory to run in (default: a fresh loop ext4)")
+    bl.add_scratch_arg(ap)
     args = ap.parse_args()
     if os.geteuid() != 0 and not args.dir:
         sys.exit("bench: needs root (it mounts a loop-mounted ext4); or pass --dir")
@@ -94,7 +95,7 @@ def main() -> int:
     job = Job(args.files, args.file_size, args.duration, args.direct)
     prefix = (["taskset", "-c", args.pin] if args.pin else [])
     rows, ratios, iops = [], [], {"worker": [], "fio": []}
-    with bl.scratch_dir() as scratch, tempfile.TemporaryDirectory() as tmp:
+    with bl.scratch_dir(args.scratch_in) as scratch, tempfile.TemporaryDirectory() as tmp:
         bins = bl.snapshot(["boatload-worker"], scratch)
         print("\n".join(bl.host_header(bins)))
         print(f"# {job.files} files x {job.file_size:,} bytes, {job.threads} threads, direct={job.direct}, "
