@@ -54,6 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import benchlib as bl
+from boatload.peers import fio as fio_peer
 
 THREADS, XFER, READ_PCT = 64, 8192, 70
 
@@ -70,7 +71,7 @@ class Job:
     threads: int = THREADS
 
     def names(self) -> list[str]:
-        return [f"f{i:0{max(3, len(str(self.files - 1)))}d}" for i in range(self.files)]  # the worker's
+        return fio_peer.file_names(self.files)  # the worker's names
 
     def prepare(self, worker: Path, d: Path) -> None:
         """Lay out fresh files in d (untimed), as the filecount study does."""
@@ -100,13 +101,15 @@ class Job:
                 raise bl.RunError(f"worker randio: status {doc.get('status')}: {doc.get('error')}")
             io = [p for p in doc["phases"] if p["name"] == "io"][-1]
             return io["reads"]["ops"], io["writes"]["ops"], io["seconds"]
-        job = bl.json_doc(out)["jobs"][0]
-        if job.get("error"):
-            raise bl.RunError(f"fio: error {job['error']}")
-        if job["job options"].get("numjobs", str(self.threads)) != str(self.threads):
-            raise bl.RunError(f"fio: ran {job['job options'].get('numjobs')} jobs, expected {self.threads}")
-        runtime_s = max(job["read"]["runtime"], job["write"]["runtime"]) / 1000
-        return job["read"]["total_ios"], job["write"]["total_ios"], runtime_s
+        try:
+            doc = fio_peer.json_doc(out)
+            numjobs = doc["jobs"][0]["job options"].get("numjobs", str(self.threads))
+            if numjobs != str(self.threads):
+                raise bl.RunError(f"fio: ran {numjobs} jobs, expected {self.threads}")
+            totals = fio_peer.parse_randrw(doc)
+        except fio_peer.FioError as e:
+            raise bl.RunError(f"fio: {e}") from None
+        return totals["reads"], totals["writes"], totals["seconds"]
 
 
 def size(text: str) -> int:
