@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from boatload.peers import fio as fio_peer
 from boatload.targets import parse_target, provision
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,10 +142,6 @@ def mounted(name: str, scratch: Path, inodes: int = 1 << 20):
         yield t
 
 
-def syncfs(path: Path) -> None:
-    subprocess.run(["sync", "-f", str(path)], check=False)
-
-
 _seq = 0
 
 
@@ -165,7 +162,6 @@ def fresh_dir(target_root: Path, label: str, sync: bool):
     finally:
         subprocess.run(["rm", "-rf", "--one-file-system", "--", str(d)], check=True)
         if sync:
-            syncfs(target_root)
             os.sync()
 
 
@@ -283,11 +279,11 @@ def run_timed(argv: list, *, cwd: Path | None = None, stdin_path: Path | None = 
 
 
 def json_doc(text: str) -> dict:
-    """The JSON document in a tool's stdout (fio may print lines before it)."""
-    i = text.find("{")
-    if i < 0:
-        raise RunError(f"no JSON in output: {text[:200]!r}")
-    return json.loads(text[i:])
+    """The JSON document in fio's stdout (it may print lines before it)."""
+    try:
+        return fio_peer.json_doc(text)
+    except fio_peer.FioError as e:
+        raise RunError(str(e)) from None
 
 
 @dataclass
