@@ -13,6 +13,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from randio import READ_PCT, Job  # noqa: E402
 
 import benchlib as bl  # noqa: E402
+from boatload.peers import fio as fio_peer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not shutil.which("fio"), reason="fio is not installed")
 
@@ -41,6 +42,16 @@ def test_worker_and_fio_run_the_same_job_on_the_same_files(tmp_path, worker):
     jobs = bl.json_doc(per_job.out)["jobs"]
     assert len(jobs) == 8
     assert all(j["read"]["total_ios"] + j["write"]["total_ios"] > 0 for j in jobs)
+    # fio measured each I/O once, as the worker does: completion latency with
+    # percentiles, no total latency
+    doc = bl.json_doc(run.out)["jobs"][0]
+    assert doc["read"]["clat_ns"]["N"] == reads and doc["read"]["lat_ns"]["N"] == 0
+    assert fio_peer.parse_randrw(bl.json_doc(run.out))["lat_p99_us"] > 0
+    # fio+lat (information): fio's default, both statistics
+    stock = bl.run_timed(job.fio_argv(tmp_path, default_latency=True))
+    reads, writes, secs = job.parse("fio", stock.out)
+    doc = bl.json_doc(stock.out)["jobs"][0]
+    assert doc["read"]["clat_ns"]["N"] == doc["read"]["lat_ns"]["N"] == reads > 0
     # fio wrote nothing of its own next to them
     assert sorted(p.name for p in tmp_path.iterdir()) == laid_out
 

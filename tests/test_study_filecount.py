@@ -53,14 +53,20 @@ def test_fio_shares_the_same_k_files_among_all_threads(tmp_path):
                            direct=True, seed=7)
     assert "--filename=f000:f001:f002" in argv
     assert {"--numjobs=64", "--thread", "--ioengine=psync", "--rw=randrw", "--rwmixread=70", "--bs=8192",
-            "--direct=1", "--runtime=500ms", "--file_service_type=random", "--allow_file_create=0"} <= set(argv)
+            "--direct=1", "--runtime=500ms", "--file_service_type=random", "--allow_file_create=0",
+            "--disable_lat=1", "--clat_percentiles=1"} <= set(argv)
+    stock = fio.randrw_argv(tmp_path, 3, 4 << 20, threads=64, xfer=8192, read_pct=70, duration_s=0.5,
+                            direct=True, seed=7, default_latency=True)
+    assert set(argv) - set(stock) == {"--disable_lat=1", "--clat_percentiles=1"} and set(stock) < set(argv)
     assert fio.file_names(1001)[-1] == "f1000" and fio.file_names(12)[0] == "f000"
 
 
 def test_fio_parser_totals_and_mixed_latency():
+    # fio --disable_lat=1: clat with percentiles, lat empty
     def side(ios, iops, mean_ns, p99_ns):
         return {"total_ios": ios, "iops": iops, "runtime": 1000, "bw_bytes": iops * 8192,
-                "lat_ns": {"mean": mean_ns, "percentile": {"99.000000": p99_ns}}}
+                "clat_ns": {"N": ios, "mean": mean_ns, "percentile": {"99.000000": p99_ns}},
+                "lat_ns": {"N": 0, "mean": 0.0}}
 
     job = {"error": 0, "read": side(700, 700.0, 1000, 5000), "write": side(300, 300.0, 3000, 9000)}
     got = fio.parse_randrw({"fio version": "fio-3.33", "jobs": [job]})
@@ -70,6 +76,18 @@ def test_fio_parser_totals_and_mixed_latency():
     assert fio.parse_randrw({"jobs": [job]})["lat_p99_us"] == 6
     with pytest.raises(fio.FioError):
         fio.parse_randrw({"jobs": [job, job]})
+
+
+def test_fio_parser_reads_runs_recorded_with_lat_percentiles():
+    # runs recorded before --disable_lat: percentiles on lat, none on clat
+    def side(ios, iops, lat_mean_ns, p99_ns):
+        return {"total_ios": ios, "iops": iops, "runtime": 1000, "bw_bytes": iops * 8192,
+                "clat_ns": {"N": ios, "mean": lat_mean_ns - 100},
+                "lat_ns": {"N": ios, "mean": lat_mean_ns, "percentile": {"99.000000": p99_ns}}}
+
+    job = {"error": 0, "read": side(700, 700.0, 1000, 5000), "write": side(300, 300.0, 3000, 9000)}
+    got = fio.parse_randrw({"jobs": [job]})
+    assert got["lat_mean_us"] == pytest.approx(1.6) and got["lat_p99_us"] == 9
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ k files, as the worker runs it:
         --ioengine=psync --thread --numjobs=T --rw=randrw --rwmixread=P --bs=X
         --direct=0|1 --time_based --runtime=D --file_service_type=random
         --norandommap --randrepeat=0 --randseed=SEED --invalidate=0
-        --fadvise_hint=0 --allow_file_create=0 --group_reporting --lat_percentiles=1
-        --unified_rw_reporting=both --output-format=json
+        --fadvise_hint=0 --allow_file_create=0 --disable_lat=1 --clat_percentiles=1
+        --group_reporting --unified_rw_reporting=both --output-format=json
 
 - `--filename` lists the k files by name (the worker's names, `f000`...), so
   all T jobs (threads) open the SAME k files, not T x k files of their own;
@@ -24,6 +24,13 @@ k files, as the worker runs it:
   hint. On a cold ext4 file that alone made fio's buffered IOPS 25-35 % lower
   here (bench/randio.py).
 - psync is one pread/pwrite per I/O per thread, the worker's loop.
+- `--disable_lat=1 --clat_percentiles=1`: fio measures each I/O once, as the
+  worker does: its completion latency (with psync the time of the
+  pread/pwrite), with percentiles. By default fio also keeps a second
+  statistic of the same I/O, the total latency, which with psync repeats the
+  completion latency; on buffered tmpfs, where both tools are CPU-bound, that
+  bookkeeping alone costs fio a few per cent of its IOPS (bench/README.md).
+  `default_latency=True` puts it back, for the bench's comparison.
 - `--group_reporting` sums the T jobs; `--unified_rw_reporting=both` adds a
   "mixed" section with the latency of reads and writes together.
 """
@@ -56,9 +63,10 @@ def file_names(k: int) -> list[str]:
 
 def randrw_argv(
     directory: Path, files: int, file_size: int, *, threads: int, xfer: int, read_pct: float,
-    duration_s: float, direct: bool, seed: int,
+    duration_s: float, direct: bool, seed: int, default_latency: bool = False,
 ) -> list[str]:
-    """The fio command line of the filecount job."""
+    """The fio command line of the filecount job (fio's default latency
+    statistics too with `default_latency`)."""
     exe = shutil.which("fio")
     if exe is None:
         raise FioError("fio is not installed (Debian package fio)")
@@ -70,8 +78,9 @@ def randrw_argv(
         "--rw=randrw", f"--rwmixread={read_pct:g}", f"--bs={xfer}", f"--direct={int(direct)}",
         "--time_based", f"--runtime={runtime_ms}ms", "--file_service_type=random",
         "--norandommap", "--randrepeat=0", f"--randseed={seed}", "--invalidate=0", "--fadvise_hint=0",
-        "--allow_file_create=0", "--group_reporting", "--lat_percentiles=1",
-        "--unified_rw_reporting=both", "--output-format=json",
+        "--allow_file_create=0",
+        *([] if default_latency else ["--disable_lat=1", "--clat_percentiles=1"]),
+        "--group_reporting", "--unified_rw_reporting=both", "--output-format=json",
     ]
 
 
@@ -95,8 +104,19 @@ def run(argv: list[str], timeout_s: float) -> dict:
     return json_doc(proc.stdout)
 
 
+def _latency(section: dict) -> dict:
+    """The latency statistic of one section: the one with percentiles, the
+    completion latency (`clat_ns`) in this job's runs, the total latency
+    (`lat_ns`) in those recorded with `--lat_percentiles=1` before it."""
+    clat, lat = section.get("clat_ns") or {}, section.get("lat_ns") or {}
+    if not clat.get("percentile") and lat.get("percentile"):
+        return lat
+    return clat if clat.get("N") else lat
+
+
 def _p99_us(section: dict) -> float | None:
-    pct = (section.get("lat_ns") or {}).get("percentile") or (section.get("clat_ns") or {}).get("percentile") or {}
+    lat = _latency(section)
+    pct = lat.get("percentile") or {}
     value = pct.get("99.000000")
     return value / 1000 if value is not None else None
 
@@ -105,8 +125,8 @@ def parse_randrw(doc: dict) -> dict:
     """Totals of the (group-reported) job: IOPS, read share, bandwidth, latency.
 
     IOPS are fio's own (I/Os over each direction's runtime); latency is fio's
-    total latency (`lat_ns`: submission to completion; with psync the time of
-    the pread/pwrite), mean and 99th percentile over reads and writes together
+    completion latency (`clat_ns`: with psync the time of the pread/pwrite),
+    mean and 99th percentile over reads and writes together
     (the "mixed" section; without it, the mean weighted by I/Os and the larger
     of the two p99s)."""
     jobs = doc.get("jobs") or []
@@ -122,10 +142,10 @@ def parse_randrw(doc: dict) -> dict:
         raise FioError("fio did no I/O")
     mixed = job.get("mixed")
     if mixed and mixed.get("total_ios"):
-        lat_mean_us = mixed["lat_ns"]["mean"] / 1000
+        lat_mean_us = _latency(mixed)["mean"] / 1000
         lat_p99_us = _p99_us(mixed)
     else:
-        lat_mean_us = (read["lat_ns"]["mean"] * reads + write["lat_ns"]["mean"] * writes) / total / 1000
+        lat_mean_us = (_latency(read)["mean"] * reads + _latency(write)["mean"] * writes) / total / 1000
         p99s = [p for p in (_p99_us(read) if reads else None, _p99_us(write) if writes else None) if p is not None]
         lat_p99_us = max(p99s) if p99s else None
     runtime_ms = max(read.get("runtime", 0), write.get("runtime", 0))
