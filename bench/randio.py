@@ -42,11 +42,10 @@ off, which the worker (like vdbench) does not do; on a cold ext4 cache fio was
 `--disable_lat=1`: the worker times each I/O once (one clock read per I/O,
 its latency the time since the previous one) into a histogram; fio by
 default keeps two statistics of every I/O, completion latency (with
-percentiles) and total latency, which with psync repeat each other. Where
-both tools are CPU-bound (buffered tmpfs) that second statistic is a visible
-share of fio's CPU per I/O, so the compared fio measures what the worker
-measures, completion latency with percentiles, and fio+lat shows fio's
-default beside it.
+percentiles) and total latency, which with psync repeat each other. The
+compared fio measures what the worker measures, completion latency with
+percentiles; fio+lat, fio's default, is the control that shows whether the
+second statistic matters (it did not, within the noise: bench/README.md).
 
 Goal (from the issue): the worker within 10 % of fio and not slower, read as
 1.00 <= worker IOPS / fio IOPS <= 1.10 (median of per-repetition ratios);

@@ -61,3 +61,27 @@ def test_fio_parse_rejects_a_run_with_fewer_jobs(tmp_path):
     out = '{"jobs": [{"error": 0, "job options": {"numjobs": "1"}, "read": {}, "write": {}}]}'
     with pytest.raises(bl.RunError, match="ran 1 jobs, expected 8"):
         job.parse("fio", out)
+
+
+def test_profile_sorts_perf_samples_into_kernel_own_code_libc_vdso():
+    from randio_profile import samples_by_part
+
+    # `perf report --sort dso --show-nr-samples --stdio -g none` of an fio run
+    report = """# Samples: 60K of event 'cpu-clock:pppH'
+#
+# Overhead       Samples  Shared Object
+# ........  ............  ...................
+#
+    86.31%         51624  [kernel.kallsyms]
+    10.00%          5981  fio
+     2.85%          1702  libc.so.6
+     0.74%           445  [vdso]
+     0.09%            54  ld-linux-x86-64.so.2
+     0.01%             3  libceph-common.so.2
+"""
+    assert samples_by_part(report, "fio") == {"kernel": 51624, "own code": 5981, "libc": 1702, "vdso": 445,
+                                              "other": 57}
+    # the worker's own binary is the tool's, not "other"
+    assert samples_by_part(report.replace("fio", "boatload-worker"), "boatload-worker")["own code"] == 5981
+    with pytest.raises(bl.RunError, match="no samples"):
+        samples_by_part("# Samples: 0\n", "fio")
