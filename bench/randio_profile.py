@@ -1,7 +1,7 @@
 """Whose CPU time an I/O costs when the worker and fio run bench/randio.py's job.
 
     uv run python bench/randio_profile.py [--target tmpfs|ext4] [--direct 0] [--repeats 3]
-                                          [--duration 6] [--freq 4999]
+                                          [--duration 6] [--freq 999]
 
 Not a goal check (bench/randio.py is): a probe for the points where both
 tools are bound by the CPU (buffered tmpfs above all), where worker / fio
@@ -67,7 +67,7 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=6, help="seconds per run (default 6)")
     ap.add_argument("--direct", type=int, choices=(0, 1), default=0)
     ap.add_argument("--repeats", type=int, default=3, help="pairs of runs (default 3)")
-    ap.add_argument("--freq", type=int, default=4999, help="perf samples per second per CPU (default 4999)")
+    ap.add_argument("--freq", type=int, default=999, help="perf samples per second per CPU (default 999)")
     bl.add_scratch_arg(ap)
     args = ap.parse_args()
     if os.geteuid() != 0:
