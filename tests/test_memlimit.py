@@ -137,10 +137,24 @@ def test_limit_with_swap_pages_out(scratch):
             assert prov["cgroup_swappiness"] == 60
         json.dumps(prov)
         assert not in_cgroup(os.getpid(), lim)  # only the children go in
-        p = subprocess.Popen([sys.executable, "-c", HOG, "150"], preexec_fn=lim.preexec(),
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        gave_up = 0
+        for _ in range(3):
+            p = subprocess.Popen([sys.executable, "-c", HOG, "150"], preexec_fn=lim.preexec(),
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            said = p.stdout.readline().strip()
+            if said == "touched":
+                break
+            # OOM-killed with the swap file far from full: cgroup v1 reclaim gave
+            # up while the swap writes waited behind other writes to the disk
+            # (boatload.studies.tmpfs.reclaim_gave_up); the same limit, again
+            assert p.wait(timeout=30) == -signal.SIGKILL
+            p.stdin.close()
+            p.stdout.close()
+            st = lim.stats()
+            assert st["oom_kills"] == gave_up + 1 and (st["swap_peak_bytes"] or 0) < 0.9 * 128 * MiB, st
+            gave_up += 1
         try:
-            assert p.stdout.readline().strip() == "touched"
+            assert said == "touched"
             assert in_cgroup(p.pid, lim) and p.pid in lim.pids()
             during = lim.stats()
             assert during["swap_bytes"] > 50 * MiB, during  # 150 MB do not fit in 64
@@ -150,7 +164,7 @@ def test_limit_with_swap_pages_out(scratch):
             p.stdin.close()
         assert p.wait(timeout=30) == 0
         after_child = lim.stats()
-        assert after_child["oom_kills"] == 0
+        assert after_child["oom_kills"] == gave_up
         assert after_child["swap_peak_bytes"] is None or after_child["swap_peak_bytes"] > 50 * MiB
     assert not cg.exists() and not sw.exists()
     assert swaps_under(scratch) == []

@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import yaml
 
-from boatload import targets
+from boatload import memlimit, targets
 from boatload.config import ConfigError
 from boatload.peers import bonnie
 from boatload.studies import tmpfs
@@ -243,3 +243,30 @@ def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, t
     assert table.height == 12 and set(table["status"]) == {"skipped"}
     assert table["ops_per_s"].null_count() == 12
     assert set(table["tool"]) == {"boatload-worker", "bonnie++"}
+
+
+def test_reclaim_gave_up_only_for_an_oom_kill_with_swap_room():
+    assert tmpfs.reclaim_gave_up({"oom_events": 1, "swap_used_mb": 40.0}, 192)
+    assert not tmpfs.reclaim_gave_up({"oom_events": 1, "swap_used_mb": 180.0}, 192)  # swap (nearly) full
+    assert not tmpfs.reclaim_gave_up({"oom_events": 0, "swap_used_mb": 40.0}, 192)
+    assert not tmpfs.reclaim_gave_up({"oom_events": None, "swap_used_mb": None}, 192)
+    assert not tmpfs.reclaim_gave_up({"oom_events": 1, "swap_used_mb": None}, 192)  # unknown: not retried
+
+
+@root
+def test_an_oom_kill_with_swap_room_is_run_again_and_kept(scratch, monkeypatch):
+    # cgroup v1 swappiness 0: the cgroup may not swap, so beyond the limit the
+    # kernel OOM-kills with the swap file empty, as a reclaim that gives up does
+    if memlimit.choose().hierarchy.version != 1:
+        pytest.skip("needs cgroup v1 (memory.swappiness)")
+    monkeypatch.setattr(memlimit, "V1_SWAPPINESS", 0)
+    job = job_for(config("ci.yaml"), "tmpfs", 1.6)
+    doc = tmpfs.run(job)
+    r = doc["result"]
+    assert r["status"] == "error" and "OOM event(s)" in r["reason"]
+    assert len(r["reclaim_gave_up"]) == tmpfs.RECLAIM_ATTEMPTS - 1
+    for gave_up in r["reclaim_gave_up"]:
+        assert gave_up["memory"]["oom_events"] >= 1 and gave_up["memory"]["swap_used_mb"] < 1
+        assert "OOM event(s)" in gave_up["reason"]
+    assert r["memory"]["oom_events"] >= 1 and r["memory_limit"]["cgroup_swappiness"] == 0
+    assert f"run again after {tmpfs.RECLAIM_ATTEMPTS - 1} OOM kill(s) with swap room" in tmpfs.summary(doc)

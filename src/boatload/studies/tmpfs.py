@@ -70,6 +70,7 @@ Without root nothing is measured: the job is recorded as skipped with the reason
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -100,6 +101,7 @@ TESTS = (
     ("random_delete", (7,)),
 )
 TOOLS = {"worker": "boatload-worker", "bonnie": "bonnie++"}
+RECLAIM_ATTEMPTS = 3  # runs of a job whose OOM kill was the kernel's reclaim giving up (reclaim_gave_up)
 
 
 # --------------------------------------------------------------------------
@@ -308,35 +310,61 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
 
     root = provisioned.path / "tmpfs"
     root.mkdir()
-    status, reason = "ok", None
     if job.get("loop_direct_io", True):
         base["loop_direct_io"], base["loop_direct_io_note"] = set_loop_direct_io(provisioned)
     elif provisioned.provenance.get("loop_device"):
         base["loop_direct_io"] = False
-    try:
-        with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch_dir()) as limit:
-            try:
-                if job["tool"] == "worker":
-                    doc = run_worker_limited(limit, worker_args(root, job))
-                    base["worker_result"] = doc
-                    base["tests"] = worker_tests(doc, job["files"])
-                    if doc["status"] != "ok":
-                        status, reason = "error", _worker_failure(doc)
-                else:
-                    run = bonnie.run(root, job["bonnie_files_k"], job["size_max"], job["dirs"],
-                                     size_min=job["size_min"], seed=job["seed"], runner=limit.run)
-                    base["bonnie"] = {**run, "version": bonnie.version()}
-                    base["tests"] = bonnie_tests(run["result"])
-            except (WorkerError, bonnie.BonnieError) as exc:
-                status, reason = "error", str(exc)
-            base["memory_limit"] = limit.provenance
-        raw = limit.stats()  # after the block: the numbers taken at teardown
-    except memlimit.MemoryLimitError as exc:
-        return {**base, "status": "error", "reason": f"memory limit: {exc}"}
-    base["memory"] = {**memory_stats(raw), "raw": raw}
-    if status == "error" and base["memory"]["oom_events"]:
-        reason = f"{reason} ({base['memory']['oom_events']} OOM event(s) in the memory limit)"
-    return {**base, "status": status, "reason": reason}
+    given_up = []  # attempts the kernel's reclaim ended with an OOM kill while swap had room
+    for attempt in range(1, RECLAIM_ATTEMPTS + 1):
+        if attempt > 1:
+            shutil.rmtree(root)
+            root.mkdir()
+        try:
+            status, reason, found, raw = _measure_once(root, job)
+        except memlimit.MemoryLimitError as exc:
+            return {**base, "status": "error", "reason": f"memory limit: {exc}", "reclaim_gave_up": given_up}
+        memory = {**memory_stats(raw), "raw": raw}
+        if status == "error" and memory["oom_events"]:
+            reason = f"{reason} ({memory['oom_events']} OOM event(s) in the memory limit)"
+        if attempt == RECLAIM_ATTEMPTS or not (status == "error" and reclaim_gave_up(memory, job["swap_mb"])):
+            break
+        given_up.append({"reason": reason, "memory": memory})
+    return {**base, **found, "memory": memory, "status": status, "reason": reason, "reclaim_gave_up": given_up}
+
+
+def reclaim_gave_up(memory: dict, swap_mb: int) -> bool:
+    """An OOM kill while at least a tenth of the swap file was still free.
+
+    Not a working set beyond memory + swap (check_sizes keeps it within),
+    but the kernel's reclaim giving up: with cgroup v1 it OOM-kills after
+    16 passes that free nothing, which happens while the swap writes wait
+    behind other writes to the same disk (here: 2 of 19 runs of a 150 MiB
+    child in a 64 MiB limit, under a parallel `dd`). Such a run is repeated, up to
+    RECLAIM_ATTEMPTS in all, and the given-up attempts are kept in the result."""
+    used = memory["swap_used_mb"]
+    return bool(memory["oom_events"]) and used is not None and used <= 0.9 * swap_mb
+
+
+def _measure_once(root: Path, job: dict) -> tuple[str, str | None, dict, dict]:
+    """One run in a fresh memory limit: status, reason, the result's parts, the cgroup's stats."""
+    status, reason, found = "ok", None, {}
+    with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch_dir()) as limit:
+        try:
+            if job["tool"] == "worker":
+                doc = run_worker_limited(limit, worker_args(root, job))
+                found["worker_result"] = doc
+                found["tests"] = worker_tests(doc, job["files"])
+                if doc["status"] != "ok":
+                    status, reason = "error", _worker_failure(doc)
+            else:
+                run = bonnie.run(root, job["bonnie_files_k"], job["size_max"], job["dirs"],
+                                 size_min=job["size_min"], seed=job["seed"], runner=limit.run)
+                found["bonnie"] = {**run, "version": bonnie.version()}
+                found["tests"] = bonnie_tests(run["result"])
+        except (WorkerError, bonnie.BonnieError) as exc:
+            status, reason = "error", str(exc)
+        found["memory_limit"] = limit.provenance
+    return status, reason, found, limit.stats()  # after the block: the numbers taken at teardown
 
 
 def _worker_failure(doc: dict) -> str:
@@ -358,8 +386,10 @@ def summary(doc: dict) -> str:
     rates = ", ".join(f"{t['test']} {t['ops_per_s']:.0f}/s" if t["ops_per_s"] else f"{t['test']} -" for t in r["tests"])
     swap = (r.get("memory") or {}).get("swap_used_mb")
     swap_text = f", swap {swap:.0f} MiB" if swap is not None else ""
+    again = len(r.get("reclaim_gave_up") or [])
+    again_text = f"; run again after {again} OOM kill(s) with swap room" if again else ""
     return (f"{job['target']['name']} {r['tool']} w={job['working_set']:g} ({job['files']} files, "
-            f"limit {job['memory_limit_mb']} MiB{swap_text}): {rates}")
+            f"limit {job['memory_limit_mb']} MiB{swap_text}{again_text}): {rates}")
 
 
 # --------------------------------------------------------------------------
