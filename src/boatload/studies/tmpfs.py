@@ -13,7 +13,10 @@ outgrow M, tmpfs pages go to the swap file and ext3's clean pages are dropped
 (its dirty ones written back first): that is what makes "beyond RAM" real at
 hundreds of MB. The number of files of a working-set multiple w is
 round(w x M MiB / (size_max / 2)), the mean of bonnie's uniform sizes 0..max;
-w <= 1 is labelled "fits in RAM", w > 1 "beyond RAM".
+w <= 1 is labelled "fits in RAM", w > 1 "beyond RAM". A run OOM-killed
+while the swap file still had room (cgroup v1 reclaim can give up while swap
+writes queue behind other writes to the disk) is run again, up to three
+times in all; the given-up attempts stay in the result (`reclaim_gave_up`).
 
 **The worker's bonnie.** One `meta` call does bonnie's six tests in its order
 on two trees, one after the other (the second made after the first is gone):
