@@ -78,18 +78,6 @@ def test_fio_parser_totals_and_mixed_latency():
         fio.parse_randrw({"jobs": [job, job]})
 
 
-def test_fio_parser_reads_runs_recorded_with_lat_percentiles():
-    # runs recorded before --disable_lat: percentiles on lat, none on clat
-    def side(ios, iops, lat_mean_ns, p99_ns):
-        return {"total_ios": ios, "iops": iops, "runtime": 1000, "bw_bytes": iops * 8192,
-                "clat_ns": {"N": ios, "mean": lat_mean_ns - 100},
-                "lat_ns": {"N": ios, "mean": lat_mean_ns, "percentile": {"99.000000": p99_ns}}}
-
-    job = {"error": 0, "read": side(700, 700.0, 1000, 5000), "write": side(300, 300.0, 3000, 9000)}
-    got = fio.parse_randrw({"jobs": [job]})
-    assert got["lat_mean_us"] == pytest.approx(1.6) and got["lat_p99_us"] == 9
-
-
 @pytest.fixture
 def scratch(tmp_path, worker, monkeypatch):
     monkeypatch.setenv("BOATLOAD_WORKER", str(worker))

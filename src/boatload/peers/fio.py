@@ -104,20 +104,8 @@ def run(argv: list[str], timeout_s: float) -> dict:
     return json_doc(proc.stdout)
 
 
-def _latency(section: dict) -> dict:
-    """The latency statistic of one section: the one with percentiles, the
-    completion latency (`clat_ns`) in this job's runs, the total latency
-    (`lat_ns`) in those recorded with `--lat_percentiles=1` before it."""
-    clat, lat = section.get("clat_ns") or {}, section.get("lat_ns") or {}
-    if not clat.get("percentile") and lat.get("percentile"):
-        return lat
-    return clat if clat.get("N") else lat
-
-
 def _p99_us(section: dict) -> float | None:
-    lat = _latency(section)
-    pct = lat.get("percentile") or {}
-    value = pct.get("99.000000")
+    value = ((section.get("clat_ns") or {}).get("percentile") or {}).get("99.000000")
     return value / 1000 if value is not None else None
 
 
@@ -142,10 +130,10 @@ def parse_randrw(doc: dict) -> dict:
         raise FioError("fio did no I/O")
     mixed = job.get("mixed")
     if mixed and mixed.get("total_ios"):
-        lat_mean_us = _latency(mixed)["mean"] / 1000
+        lat_mean_us = mixed["clat_ns"]["mean"] / 1000
         lat_p99_us = _p99_us(mixed)
     else:
-        lat_mean_us = (_latency(read)["mean"] * reads + _latency(write)["mean"] * writes) / total / 1000
+        lat_mean_us = (read["clat_ns"]["mean"] * reads + write["clat_ns"]["mean"] * writes) / total / 1000
         p99s = [p for p in (_p99_us(read) if reads else None, _p99_us(write) if writes else None) if p is not None]
         lat_p99_us = max(p99s) if p99s else None
     runtime_ms = max(read.get("runtime", 0), write.get("runtime", 0))
