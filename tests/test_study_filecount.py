@@ -111,9 +111,13 @@ def test_ci_run_worker_and_fio(scratch):
     assert ok.height == len(jobs) - skipped.height
     assert (ok["iops"] > 0).all() and (ok["read_iops"] > 0).all() and (ok["write_iops"] > 0).all()
     assert (ok["mb_per_s"] > 0).all() and (ok["lat_mean_us"] > 0).all() and (ok["lat_p99_us"] > 0).all()
-    # 70 % reads: within 2 % (relative) over the whole run, the worker's and fio's.
-    assert ((ok["read_pct_measured"] - 70).abs() <= 1.4).all(), ok.select("target", "files", "mode", "tool",
-                                                                       "read_pct_measured")
+    # 70 % reads over the whole run, the worker's and fio's: within 5 standard
+    # deviations of a binomial share of `ops` draws (0.72 points at 100,000 ops;
+    # a fixed 1.4 failed a 0.5 s run slowed by another user's disk writes)
+    off = (ok["read_pct_measured"] - 70).abs()
+    allowed = 5 * 100 * (0.7 * 0.3 / ok["ops"]).sqrt()
+    assert (ok["ops"] > 0).all() and (off <= allowed).all(), ok.select(
+        "target", "files", "mode", "tool", "ops", "read_pct_measured").with_columns(allowed=allowed)
     assert set(ok["tool"]) == {"boatload-worker", "fio"}
     # a loop target's O_DIRECT goes on to the host's disk
     assert ok.filter(pl.col("target") == "ext4")["loop_direct_io"].all()
