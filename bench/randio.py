@@ -127,6 +127,17 @@ class Job:
         return totals["reads"], totals["writes"], totals["seconds"]
 
 
+def paired_runs(job: Job, worker: Path, root: Path, repeats: int, *, sync: bool):
+    """(pair, tool, d) for `repeats` pairs of runs, the order alternating
+    (worker first in even pairs), each in a fresh directory d under root with
+    the job's files laid out; d goes when the caller moves on to the next."""
+    for r in range(repeats):
+        for tool in (("worker", "fio") if r % 2 == 0 else ("fio", "worker")):
+            with bl.fresh_dir(root, tool, sync=sync) as d:
+                job.prepare(worker, d)
+                yield r, tool, d
+
+
 def size(text: str) -> int:
     m = re.fullmatch(r"(\d+)([KMG]?)", text.strip().upper())
     if not m:
@@ -205,13 +216,14 @@ def report(tname, res, directs, args) -> list[list]:
     rows, summary = [], []
     for d in directs:
         w = res[f"worker-d{d}"]
-        ratios = bl.paired_ratios(w, res[f"fio-d{d}"], "inner", "inner")
+        worker_vs = {tool: bl.paired_ratios(w, res[f"{tool}-d{d}"], "inner", "inner") for tool in TOOLS[1:]}
+        ratios = worker_vs["fio"]
         for tool in TOOLS:
             ss = res[f"{tool}-d{d}"]
             iops = [s.rate_of("inner") if s else None for s in ss]
             share = bl.med([s.extra["reads"] / s.ops for s in ss if s])
             cpu = bl.med([s.cpu_s / s.ops * 1e6 for s in ss if s and s.cpu_s is not None])
-            vs = bl.paired_ratios(w, ss, "inner", "inner") if tool != "worker" else []
+            vs = worker_vs.get(tool)
             rows.append([f"{tool}-d{d}", bl.fmt_rate(bl.med(iops)), bl.rng(iops, ",.0f"), bl.spread(iops),
                          f"{share:.1%}" if share is not None else "-", f"{cpu:.2f}" if cpu is not None else "-",
                          f"{bl.med(vs):.3f} ({bl.rng(vs, '.3f')})" if vs else ""])

@@ -35,7 +35,7 @@ import tempfile
 from pathlib import Path
 
 import benchlib as bl
-from randio import Job, size
+from randio import Job, paired_runs, size
 
 PERF_EVENTS = {
     "raw_syscalls:sys_enter": "syscalls",
@@ -104,38 +104,36 @@ def main() -> int:
             root = args.dir if args.dir else tgt.path
             dev = block_device(root) if args.dir else Path(tgt.provenance["loop_device"]).name
             print(f"# in {root}, device {dev}")
-            for r in range(args.repeats):
-                pair = {}
-                for tool in (("worker", "fio") if r % 2 == 0 else ("fio", "worker")):
-                    with bl.fresh_dir(root, tool, sync=True) as d:
-                        job.prepare(bins["boatload-worker"].path, d)
-                        os.sync()
-                        argv = prefix + (job.worker_argv(bins["boatload-worker"].path, d) if tool == "worker"
-                                         else job.fio_argv(d))
-                        counts_file = Path(tmp) / f"{tool}-{r}.csv"
-                        if args.perf:
-                            argv = ["perf", "stat", "-a", "-x,", "-o", counts_file,
-                                    "-e", ",".join(PERF_EVENTS)] + argv
-                        c0, d0 = cpu_ticks(), device_stat(dev)
-                        run = bl.run_timed(argv)
-                        c1, d1 = cpu_ticks(), device_stat(dev)
-                    reads, writes, secs = job.parse(tool, run.out)
-                    ops = reads + writes
-                    pair[tool] = ops / secs
-                    iops[tool].append(ops / secs)
-                    dc = [b - a for a, b in zip(c0, c1)]
-                    share = dict(zip(CPU_FIELDS, (x / sum(dc) for x in dc)))
-                    dd = [b - a for a, b in zip(d0, d1)]
-                    requests = dd[0] + dd[4]  # reads and writes completed
-                    in_device_us = (dd[3] + dd[7]) * 1000 / max(requests, 1)  # read + write ticks (ms)
-                    per_op = perf_counts(counts_file) if args.perf else {}
-                    rows.append([tool, f"{ops / secs:,.0f}", f"{requests:,}",
-                                 *(f"{share[k]:.2f}" for k in ("user", "sys", "idle", "iowait", "softirq")),
-                                 f"{in_device_us:.0f}",
-                                 *(f"{per_op[k] / requests:.3f}" if k in per_op else "-"
-                                   for k in PERF_EVENTS.values())])
-                    print(f"  {tool:6s} {ops / secs:9,.0f} IOPS, {in_device_us:.0f} us in the device", flush=True)
-                ratios.append(pair["worker"] / pair["fio"])
+            pair = {}
+            for r, tool, d in paired_runs(job, bins["boatload-worker"].path, root, args.repeats, sync=True):
+                os.sync()
+                argv = prefix + (job.worker_argv(bins["boatload-worker"].path, d) if tool == "worker"
+                                 else job.fio_argv(d))
+                counts_file = Path(tmp) / f"{tool}-{r}.csv"
+                if args.perf:
+                    argv = ["perf", "stat", "-a", "-x,", "-o", counts_file,
+                            "-e", ",".join(PERF_EVENTS)] + argv
+                c0, d0 = cpu_ticks(), device_stat(dev)
+                run = bl.run_timed(argv)
+                c1, d1 = cpu_ticks(), device_stat(dev)
+                reads, writes, secs = job.parse(tool, run.out)
+                ops = reads + writes
+                pair[tool] = ops / secs
+                iops[tool].append(ops / secs)
+                dc = [b - a for a, b in zip(c0, c1)]
+                share = dict(zip(CPU_FIELDS, (x / sum(dc) for x in dc)))
+                dd = [b - a for a, b in zip(d0, d1)]
+                requests = dd[0] + dd[4]  # reads and writes completed
+                in_device_us = (dd[3] + dd[7]) * 1000 / max(requests, 1)  # read + write ticks (ms)
+                per_op = perf_counts(counts_file) if args.perf else {}
+                rows.append([tool, f"{ops / secs:,.0f}", f"{requests:,}",
+                             *(f"{share[k]:.2f}" for k in ("user", "sys", "idle", "iowait", "softirq")),
+                             f"{in_device_us:.0f}",
+                             *(f"{per_op[k] / requests:.3f}" if k in per_op else "-"
+                               for k in PERF_EVENTS.values())])
+                print(f"  {tool:6s} {ops / secs:9,.0f} IOPS, {in_device_us:.0f} us in the device", flush=True)
+                if len(pair) == 2:  # the pair's second run
+                    ratios.append(pair.pop("worker") / pair.pop("fio"))
     print(f"\n## randio in {'--dir' if args.dir else 'loop ext4'}, direct={job.direct}: per run (shares of both CPUs; counts per device request)")
     print(bl.table(["tool", "IOPS", "requests", "user", "sys", "idle", "iowait", "softirq", "us in device",
                     *PERF_EVENTS.values()], rows))

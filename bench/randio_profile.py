@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 import benchlib as bl
-from randio import Job, size
+from randio import Job, paired_runs, size
 
 PARTS = ("kernel", "own code", "libc", "vdso", "other")
 REPORT_LINE = re.compile(r"^\s*([\d.]+)%\s+(\d+)\s+(\S.*?)\s*$")
@@ -84,23 +84,21 @@ def main() -> int:
         print(f"# {job.files} files x {job.file_size:,} bytes, {job.threads} threads, direct={job.direct}, "
               f"{job.duration:g} s per run, {args.repeats} pairs, perf record -F {args.freq}")
         with bl.mounted(args.target, scratch) as tgt:
-            for r in range(args.repeats):
-                pair = {}
-                for tool in (("worker", "fio") if r % 2 == 0 else ("fio", "worker")):
-                    with bl.fresh_dir(tgt.path, tool, sync=args.target != "tmpfs") as d:
-                        job.prepare(worker, d)
-                        argv = job.worker_argv(worker, d) if tool == "worker" else job.fio_argv(d)
-                        run, parts = profile(argv, Path(tmp) / f"{tool}-{r}.data", args.freq,
-                                             worker.name if tool == "worker" else "fio")
-                    reads, writes, secs = job.parse(tool, run.out)
-                    ops = reads + writes
-                    us = {k: v / args.freq / ops * 1e6 for k, v in parts.items()}
-                    pair[tool] = ops / secs
-                    per_op[tool].append(us)
-                    rows.append([tool, f"{ops / secs:,.0f}", *(f"{us[k]:.3f}" for k in PARTS),
-                                 f"{sum(us.values()):.3f}"])
-                    print(f"  {tool:6s} {ops / secs:9,.0f} IOPS, {sum(us.values()):.3f} us CPU per I/O", flush=True)
-                ratios.append(pair["worker"] / pair["fio"])
+            pair = {}
+            for r, tool, d in paired_runs(job, worker, tgt.path, args.repeats, sync=args.target != "tmpfs"):
+                argv = job.worker_argv(worker, d) if tool == "worker" else job.fio_argv(d)
+                run, parts = profile(argv, Path(tmp) / f"{tool}-{r}.data", args.freq,
+                                     worker.name if tool == "worker" else "fio")
+                reads, writes, secs = job.parse(tool, run.out)
+                ops = reads + writes
+                us = {k: v / args.freq / ops * 1e6 for k, v in parts.items()}
+                pair[tool] = ops / secs
+                per_op[tool].append(us)
+                rows.append([tool, f"{ops / secs:,.0f}", *(f"{us[k]:.3f}" for k in PARTS),
+                             f"{sum(us.values()):.3f}"])
+                print(f"  {tool:6s} {ops / secs:9,.0f} IOPS, {sum(us.values()):.3f} us CPU per I/O", flush=True)
+                if len(pair) == 2:  # the pair's second run
+                    ratios.append(pair.pop("worker") / pair.pop("fio"))
     print(f"\n## randio on {args.target}, direct={job.direct}: CPU microseconds per I/O, by where it ran")
     print(bl.table(["tool", "IOPS", *PARTS, "total"], rows))
     med = {t: {k: statistics.median(u[k] for u in per_op[t]) for k in PARTS} for t in per_op}

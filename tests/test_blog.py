@@ -16,6 +16,8 @@ from boatload.cli import main as cli_main
 from notebook_checks import load_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory) -> Path:
     """The forest notebook run on the test fixture."""
