@@ -124,48 +124,49 @@ def scratch(tmp_path):
 
 @root
 def test_limit_with_swap_pages_out(scratch):
-    with memory_limit(64, 128, scratch) as lim:
-        cg, sw = lim.path, lim.swap_file
-        prov = lim.provenance
-        assert cg.is_dir() and cg.name.startswith(f"boatload-{os.getpid()}-")
-        assert sw.parent == scratch / "swap" and swaps_under(scratch) == [str(sw)]
-        assert sw.stat().st_blocks * 512 >= 128 * MiB and (sw.stat().st_mode & 0o777) == 0o600  # not sparse
-        assert prov["limit_bytes"] == 64 * MiB and prov["cgroup_version"] in (1, 2)
-        assert prov["swap_size_bytes"] == 128 * MiB and isinstance(prov["swap_priority"], int)
-        assert prov["kernel_swappiness"] is not None
-        if prov["cgroup_version"] == 1:
-            assert prov["cgroup_swappiness"] == 60
-        json.dumps(prov)
-        assert not in_cgroup(os.getpid(), lim)  # only the children go in
-        gave_up = 0
-        for _ in range(3):
+    for _ in range(3):
+        with memory_limit(64, 128, scratch) as lim:
+            cg, sw = lim.path, lim.swap_file
+            prov = lim.provenance
+            assert cg.is_dir() and cg.name.startswith(f"boatload-{os.getpid()}-")
+            assert sw.parent == scratch / "swap" and swaps_under(scratch) == [str(sw)]
+            assert sw.stat().st_blocks * 512 >= 128 * MiB and (sw.stat().st_mode & 0o777) == 0o600  # not sparse
+            assert prov["limit_bytes"] == 64 * MiB and prov["cgroup_version"] in (1, 2)
+            assert prov["swap_size_bytes"] == 128 * MiB and isinstance(prov["swap_priority"], int)
+            assert prov["kernel_swappiness"] is not None
+            if prov["cgroup_version"] == 1:
+                assert prov["cgroup_swappiness"] == 60
+            json.dumps(prov)
+            assert not in_cgroup(os.getpid(), lim)  # only the children go in
             p = subprocess.Popen([sys.executable, "-c", HOG, "150"], preexec_fn=lim.preexec(),
                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
             said = p.stdout.readline().strip()
-            if said == "touched":
-                break
-            # OOM-killed with the swap file far from full: cgroup v1 reclaim gave
-            # up while the swap writes waited behind other writes to the disk
-            # (boatload.studies.tmpfs.reclaim_gave_up); the same limit, again
-            assert p.wait(timeout=30) == -signal.SIGKILL
-            p.stdin.close()
-            p.stdout.close()
-            st = lim.stats()
-            assert st["oom_kills"] == gave_up + 1 and (st["swap_peak_bytes"] or 0) < 0.9 * 128 * MiB, st
-            gave_up += 1
-        try:
-            assert said == "touched"
-            assert in_cgroup(p.pid, lim) and p.pid in lim.pids()
-            during = lim.stats()
-            assert during["swap_bytes"] > 50 * MiB, during  # 150 MB do not fit in 64
-            assert during["peak_bytes"] is None or during["peak_bytes"] <= 64 * MiB + SLACK
-            assert during["current_bytes"] <= 64 * MiB + SLACK
-        finally:
-            p.stdin.close()
-        assert p.wait(timeout=30) == 0
-        after_child = lim.stats()
-        assert after_child["oom_kills"] == gave_up
-        assert after_child["swap_peak_bytes"] is None or after_child["swap_peak_bytes"] > 50 * MiB
+            if said != "touched":
+                # OOM-killed with the swap file far from full (2 in 40 fresh
+                # limits here; a second child in the same limit is killed too,
+                # one in a fresh limit is not: boatload.studies.tmpfs.reclaim_gave_up):
+                # again, in a fresh limit
+                assert p.wait(timeout=30) == -signal.SIGKILL
+                p.stdin.close()
+                p.stdout.close()
+                st = lim.stats()
+                assert st["oom_kills"] >= 1 and (st["swap_peak_bytes"] or 0) < 0.9 * 128 * MiB, st
+                continue
+            try:
+                assert in_cgroup(p.pid, lim) and p.pid in lim.pids()
+                during = lim.stats()
+                assert during["swap_bytes"] > 50 * MiB, during  # 150 MB do not fit in 64
+                assert during["peak_bytes"] is None or during["peak_bytes"] <= 64 * MiB + SLACK
+                assert during["current_bytes"] <= 64 * MiB + SLACK
+            finally:
+                p.stdin.close()
+            assert p.wait(timeout=30) == 0
+            after_child = lim.stats()
+            assert after_child["oom_kills"] == 0
+            assert after_child["swap_peak_bytes"] is None or after_child["swap_peak_bytes"] > 50 * MiB
+            break
+    else:
+        pytest.fail("the child was OOM-killed in 3 fresh limits, with swap to spare")
     assert not cg.exists() and not sw.exists()
     assert swaps_under(scratch) == []
     final = lim.stats()  # the numbers taken at teardown

@@ -14,9 +14,9 @@ outgrow M, tmpfs pages go to the swap file and ext3's clean pages are dropped
 hundreds of MB. The number of files of a working-set multiple w is
 round(w x M MiB / (size_max / 2)), the mean of bonnie's uniform sizes 0..max;
 w <= 1 is labelled "fits in RAM", w > 1 "beyond RAM". A run OOM-killed
-while the swap file still had room (cgroup v1 reclaim can give up while swap
-writes queue behind other writes to the disk) is run again, up to three
-times in all; the given-up attempts stay in the result (`reclaim_gave_up`).
+while the swap file still had room (the kernel's reclaim giving up; see
+reclaim_gave_up) is run again in a fresh limit, up to three times in all;
+the given-up attempts stay in the result (`reclaim_gave_up`).
 
 **The worker's bonnie.** One `meta` call does bonnie's six tests in its order
 on two trees, one after the other (the second made after the first is gone):
@@ -339,10 +339,12 @@ def reclaim_gave_up(memory: dict, swap_mb: int) -> bool:
     """An OOM kill while at least a tenth of the swap file was still free.
 
     Not a working set beyond memory + swap (check_sizes keeps it within),
-    but the kernel's reclaim giving up: with cgroup v1 it OOM-kills after
-    16 passes that free nothing, which happens while the swap writes wait
-    behind other writes to the same disk (here: 2 of 19 runs of a 150 MiB
-    child in a 64 MiB limit, under a parallel `dd`). Such a run is repeated, up to
+    but the kernel's reclaim giving up (cgroup v1 OOM-kills after 16 passes
+    that free nothing). Here a 150 MiB child in a 64 MiB limit with 128 MiB
+    of swap was killed so in 2 of 40 fresh limits on an idle machine, with
+    no page under write-back in the kernel's report. A second child in the
+    same limit was killed too, one in a fresh limit was not; why is not
+    established. So such a run is repeated in a fresh limit, up to
     RECLAIM_ATTEMPTS in all, and the given-up attempts are kept in the result."""
     used = memory["swap_used_mb"]
     return bool(memory["oom_events"]) and used is not None and used <= 0.9 * swap_mb
