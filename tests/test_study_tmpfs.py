@@ -167,7 +167,7 @@ def test_the_worker_does_bonnies_six_tests_in_bonnies_order(worker, tmp_path, mo
     job = job_for(config("ci.yaml"), "tmpfs", 0.6)
     d = tmp_path / "w"
     d.mkdir()
-    doc = tmpfs.run_worker_limited(NoLimit(), tmpfs.worker_args(d, job))
+    doc = tmpfs.run_worker("meta", tmpfs.worker_args(d, job), limit=NoLimit())
     assert doc["status"] == "ok"
     assert [(p["name"], p["order"][:3]) for p in doc["phases"]] == [
         ("create", "seq"), ("stat", "seq"), ("read", "seq"), ("delete", "seq"),

@@ -14,19 +14,23 @@ class WorkerError(RuntimeError):
     """The worker refused its arguments or produced no result."""
 
 
-def run_worker(workload: str, args: list[str]) -> dict:
+def run_worker(workload: str, args: list[str], limit=None) -> dict:
     """Run `boatload-worker WORKLOAD ARGS... --out FILE` and return its document.
 
-    A failed system call mid-phase (exit 1) still returns the document, whose
-    `status` and `error` say what happened; bad arguments (exit 2) or no
-    document at all raise WorkerError with the worker's own line.
+    `limit` (a boatload.memlimit.Limit) starts the worker inside that memory
+    limit. A failed system call mid-phase (exit 1) still returns the
+    document, whose `status` and `error` say what happened; bad arguments
+    (exit 2), a kill or no document at all raise WorkerError with the
+    worker's own line.
     """
+    start = limit.run if limit is not None else subprocess.run
     with tempfile.TemporaryDirectory(prefix="boatload-worker-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [str(worker_binary()), workload, *args, "--out", str(out)]
-        proc = subprocess.run(argv, capture_output=True, text=True)
+        proc = start(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         if proc.returncode == 2 or not out.exists():
-            raise WorkerError(f"worker {workload} failed (exit {proc.returncode}): {proc.stderr.strip()}")
+            how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+            raise WorkerError(f"worker {workload} failed ({how}): {(proc.stderr or '').strip()}")
         return json.loads(out.read_text())
 
 

@@ -71,23 +71,20 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
-import json
 import math
 import os
 import statistics
 import subprocess
-import tempfile
-from pathlib import Path
 
 import polars as pl
 
 from boatload import system
 from boatload.config import ConfigError
-from boatload.paths import scratch_dir, worker_binary
+from boatload.paths import scratch_dir
 from boatload.runner import run_job
 from boatload.creators import count_files
 from boatload.targets import Provisioned, set_loop_direct_io
-from boatload.worker import WorkerError, run_worker
+from boatload.worker import run_worker
 
 BIG_FILE = "dd"
 PRECONDITION_FILE = "precondition"
@@ -211,17 +208,6 @@ def _limit(limit_mb: int | None):
         yield lim
 
 
-def _worker(lim, workload: str, args: list[str]) -> dict:
-    """boatload.worker.run_worker, but through the memory limit's runner."""
-    with tempfile.TemporaryDirectory(prefix="boatload-worker-") as tmp:
-        out = Path(tmp) / "result.json"
-        argv = [str(worker_binary()), workload, *args, "--out", str(out)]
-        proc = lim.run(argv, capture_output=True, text=True)
-        if proc.returncode == 2 or not out.exists():
-            raise WorkerError(f"worker {workload} failed (exit {proc.returncode}): {(proc.stderr or '').strip()}")
-        return json.loads(out.read_text())
-
-
 def _failed(doc: dict) -> str | None:
     if doc["status"] == "ok":
         return None
@@ -295,12 +281,12 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
             fill = None
             why = None
             if stage > 0:
-                fill = _worker(lim, "tree", [
+                fill = run_worker("tree", [
                     "--dir", str(small_root), "--allow-existing", "--layout", "random", "--max-depth", "1",
                     "--files", str(n), "--files-per-dir-max", str(FOLDER_MAX),
                     "--size", f"0:{job['file_size_max']}", "--size-align", str(SIZE_ALIGN), "--content", "random",
                     "--seed", str(job["seed"] * 1000 + stage),
-                ])
+                ], limit=lim)
                 why = _failed(fill)
             files_on_disk, dirs_on_disk = count_files(small_root)
             record = {
@@ -320,15 +306,15 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
                 result.update(status="error", reason=f"stage {stage}, adding small files: {why}")
                 break
             common = ["--dir", str(provisioned.path), "--file", BIG_FILE, "--runs", str(job["runs"])]
-            record["write"] = _worker(lim, "seqio", [
+            record["write"] = run_worker("seqio", [
                 *common, "--mode", "write", "--direct", "--block", str(block), "--size", str(file_bytes),
                 "--seed", str(job["seed"]),
-            ])
+            ], limit=lim)
             result["worker_result"] = result["worker_result"] or record["write"]
             if (why := _failed(record["write"])):
                 result.update(status="error", reason=f"stage {stage}, O_DIRECT write: {why}")
                 break
-            record["read"] = _worker(lim, "seqio", [*common, "--mode", "read", "--block", str(READ_BLOCK)])
+            record["read"] = run_worker("seqio", [*common, "--mode", "read", "--block", str(READ_BLOCK)], limit=lim)
             record["memory"] = lim.stats()
             if (why := _failed(record["read"])):
                 result.update(status="error", reason=f"stage {stage}, buffered read: {why}")

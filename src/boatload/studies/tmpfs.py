@@ -72,21 +72,18 @@ Without root nothing is measured: the job is recorded as skipped with the reason
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import polars as pl
 
 from boatload import memlimit, system
 from boatload.config import ConfigError
-from boatload.paths import scratch_dir, worker_binary
+from boatload.paths import scratch_dir
 from boatload.peers import bonnie
 from boatload.runner import run_job
 from boatload.targets import Provisioned, set_loop_direct_io
-from boatload.worker import WorkerError
+from boatload.worker import WorkerError, run_worker
 
 MiB = 1024 * 1024
 PAGE = 4096
@@ -211,18 +208,6 @@ def worker_args(root: Path, job: dict) -> list[str]:
         "--size", f"{job['size_min']}:{job['size_max']}", "--content", "random",
         "--phases", ",".join(PHASES), "--threads", "1", "--seed", str(job["seed"]),
     ]
-
-
-def run_worker_limited(limit, args: list[str]) -> dict:
-    """boatload.worker.run_worker, but started inside the memory limit (Limit.run)."""
-    with tempfile.TemporaryDirectory(prefix="boatload-worker-") as tmp:
-        out = Path(tmp) / "result.json"
-        argv = [str(worker_binary()), "meta", *args, "--out", str(out)]
-        proc = limit.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        if proc.returncode == 2 or not out.exists():
-            how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
-            raise WorkerError(f"worker meta failed ({how}): {(proc.stderr or '').strip()}")
-        return json.loads(out.read_text())
 
 
 def _sum(values):
@@ -356,7 +341,7 @@ def _measure_once(root: Path, job: dict) -> tuple[str, str | None, dict, dict]:
     with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch_dir()) as limit:
         try:
             if job["tool"] == "worker":
-                doc = run_worker_limited(limit, worker_args(root, job))
+                doc = run_worker("meta", worker_args(root, job), limit=limit)
                 found["worker_result"] = doc
                 found["tests"] = worker_tests(doc, job["files"])
                 if doc["status"] != "ok":
