@@ -24,19 +24,23 @@ def config(name: str) -> dict:
 
 
 @pytest.mark.parametrize("name", ["ci.yaml", "config.yaml", "full.yaml"])
-def test_jobs_cover_every_point_once(name):
+def test_jobs_cover_every_point_once_with_every_tool(name):
     cfg = config(name)
     study = cfg["studies"]["filecount"]
     jobs = filecount.jobs(cfg)
     reps = study.get("repetitions", cfg["repetitions"])
-    tools = 1 + len(study.get("peers", []))
-    assert len(jobs) == len(study["targets"]) * len(study["files"]) * len(study["modes"]) * tools * reps
+    tools = {"boatload-worker", *(filecount.TOOLS[p] for p in study.get("peers", []))}
+    assert len(jobs) == len(study["targets"]) * len(study["files"]) * len(study["modes"]) * reps
     keys = {(j["target"]["name"], j["point"], j["rep"]) for j in jobs}
     assert len(keys) == len(jobs)
     for j in jobs:
-        assert j["point"].startswith(f"k{j['files']:02d}-{j['mode']}")
-        assert j["point"].endswith("-fio") == (j["tool"] == "fio")
+        assert j["point"] == f"k{j['files']:02d}-{j['mode']}"
+        assert set(j["tools"]) == tools and len(j["tools"]) == len(tools)
         assert j["threads"] == study["threads"] and j["read_pct"] == study["read_pct"]
+        # the worker first when k + rep is even: repetitions alternate, and so do neighbouring k
+        assert (j["tools"][0] == "boatload-worker") == ((j["files"] + j["rep"]) % 2 == 0)
+    if len(tools) > 1 and len(study["files"]) % 2 == 0:  # half the jobs start with the peer
+        assert sum(j["tools"][0] != "boatload-worker" for j in jobs) == len(jobs) // 2
 
 
 def test_study_repetitions_override_the_top_level():
@@ -93,22 +97,36 @@ def frame(docs) -> pl.DataFrame:
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)")
 @pytest.mark.skipif(shutil.which("fio") is None, reason="fio not installed")
-def test_ci_run_worker_and_fio(scratch):
+def test_ci_run_worker_and_fio_in_the_same_job(scratch):
     cfg = config("ci.yaml")
-    # ci's own targets, and tmpfs (worker against fio there, and "direct" skipped)
+    # ci's own targets, and tmpfs (worker against fio there, and "direct" skipped); two
+    # repetitions, so that each point runs in both orders
     cfg["studies"]["filecount"]["targets"] = sorted({*cfg["studies"]["filecount"]["targets"], "tmpfs"})
+    cfg["studies"]["filecount"]["repetitions"] = 2
     jobs = filecount.jobs(cfg)
     docs = [filecount.run(j) for j in jobs]
     runs = frame(docs)
-    assert runs.height == len(jobs)
+    # one job, one row per tool
+    assert runs.height == 2 * len(jobs)
+    per_job = runs.group_by("target", "mode", "files", "rep").agg(
+        pl.col("tool").sort(), pl.col("position").sort(), pl.col("first_tool").n_unique().alias("firsts"))
+    assert per_job.height == len(jobs)
+    assert per_job["tool"].to_list() == [["boatload-worker", "fio"]] * len(jobs)
+    assert per_job["position"].to_list() == [[1, 2]] * len(jobs) and (per_job["firsts"] == 1).all()
+    # the order alternates between repetitions 1 and 2 of every point
+    first = {(r["target"], r["mode"], r["files"], r["rep"]): r["first_tool"] for r in runs.iter_rows(named=True)}
+    for (t, m, k, rep), tool in first.items():
+        if rep == 1:
+            assert first[(t, m, k, 2)] != tool, (t, m, k)
+    assert (runs["tool"] == runs["first_tool"]).eq(runs["position"] == 1).all()
 
-    # tmpfs "direct" is not a separate measurement there; it says why.
+    # tmpfs "direct" is not a separate measurement there; it says why, for both tools.
     skipped = runs.filter(pl.col("status") == "skipped")
     assert set(skipped["target"]) <= {"tmpfs"} and set(skipped["mode"]) == {"direct"}
-    assert skipped["reason"].str.contains("page cache").all()
+    assert skipped["reason"].str.contains("page cache").all() and set(skipped["tool"]) == {"boatload-worker", "fio"}
 
     ok = runs.filter(pl.col("status") == "ok")
-    assert ok.height == len(jobs) - skipped.height
+    assert ok.height == runs.height - skipped.height
     assert (ok["iops"] > 0).all() and (ok["read_iops"] > 0).all() and (ok["write_iops"] > 0).all()
     assert (ok["mb_per_s"] > 0).all() and (ok["lat_mean_us"] > 0).all() and (ok["lat_p99_us"] > 0).all()
     # 70 % reads over the whole run, the worker's and fio's: within 5 standard
@@ -118,7 +136,11 @@ def test_ci_run_worker_and_fio(scratch):
     allowed = 5 * 100 * (0.7 * 0.3 / ok["ops"]).sqrt()
     assert (ok["ops"] > 0).all() and (off <= allowed).all(), ok.select(
         "target", "files", "mode", "tool", "ops", "read_pct_measured").with_columns(allowed=allowed)
-    assert set(ok["tool"]) == {"boatload-worker", "fio"}
+    # CPU per I/O of both tools: their CPU over the timed I/O, at most every CPU for the whole run
+    cpu_s = ok["cpu_user_s"] + ok["cpu_sys_s"]
+    assert (ok["cpu_sys_s"] > 0).all() and (cpu_s <= (os.cpu_count() or 1) * ok["seconds"] * 1.1).all(), ok.select(
+        "target", "mode", "files", "tool", "seconds", "cpu_user_s", "cpu_sys_s")
+    assert ok["cpu_us_per_op"].to_list() == pytest.approx((cpu_s / ok["ops"] * 1e6).to_list())
     # a loop target's O_DIRECT goes on to the host's disk
     assert ok.filter(pl.col("target") == "ext4")["loop_direct_io"].all()
     # the worker's per-interval IOPS (the samples of a point run once): whole
@@ -133,24 +155,31 @@ def test_ci_run_worker_and_fio(scratch):
         assert all(x > 0 for x in r["interval_iops"])
         assert sum(r["interval_iops"]) * interval == pytest.approx(r["ops"], rel=0.25)
 
-    # The worker really used k files of the configured size, and fio the same k files.
+    # Each tool laid out its k files fresh (nothing there before, every byte
+    # written), with the previous tool's files gone: both started with the same free space.
+    size = cfg["studies"]["filecount"]["file_size_mb"] << 20
     for d in docs:
         r = d["result"]
         if r["status"] != "ok":
             continue
-        prep = r["worker_result"]
-        assert prep["params"]["files"] == d["job"]["files"]
-        assert prep["params"]["file_size"] == d["job"]["file_size_mb"] << 20
-        if d["job"]["tool"] == "fio":
-            names = fio.file_names(d["job"]["files"])
-            assert f"--filename={':'.join(names)}" in r["fio_command"]
-            assert r["fio_result"]["jobs"][0]["job options"]["numjobs"] == str(d["job"]["threads"])
+        assert r["order"] == d["job"]["tools"]
+        for tool, t in r["tools"].items():
+            [prepare] = [p for p in t["worker_result"]["phases"] if p["name"] == "prepare"]
+            assert (prepare["ops"], prepare["existing"], prepare["bytes"]) == (
+                d["job"]["files"], 0, d["job"]["files"] * size), (tool, prepare)
+        free = [t["free_mb_at_start"] for t in r["tools"].values()]
+        assert max(free) - min(free) < 0.5 * d["job"]["files"] * cfg["studies"]["filecount"]["file_size_mb"], free
+        fio_run = r["tools"]["fio"]
+        names = fio.file_names(d["job"]["files"])
+        assert f"--filename={':'.join(names)}" in fio_run["fio_command"]
+        assert fio_run["fio_result"]["jobs"][0]["job options"]["numjobs"] == str(d["job"]["threads"])
+        assert filecount.summary(d).count("IOPS") == 2
 
     # How close fio and the worker come is a benchmark question (bench/randio.py), not a test's:
-    # here both must have measured every point.
-    tmpfs = ok.filter(pl.col("target") == "tmpfs")
-    pivot = tmpfs.pivot(on="tool", index=["files", "mode"], values="iops")
-    assert pivot.height >= 1 and (pivot["boatload-worker"] > 0).all() and (pivot["fio"] > 0).all(), pivot
+    # here both must have measured every point in the same job.
+    pivot = ok.pivot(on="tool", index=["target", "files", "mode", "rep"], values="iops")
+    assert pivot.height == len(jobs) - skipped.height // 2
+    assert (pivot["boatload-worker"] > 0).all() and (pivot["fio"] > 0).all(), pivot
 
 
 def test_without_root_runs_on_a_plain_directory_marked_substituted(scratch, monkeypatch):
@@ -159,7 +188,9 @@ def test_without_root_runs_on_a_plain_directory_marked_substituted(scratch, monk
     job = next(j for j in filecount.jobs(cfg) if j["target"]["name"] == "ext4" and j["point"] == "k02-buffered")
     doc = filecount.run(job)
     assert doc["target"]["kind"] == "dir" and doc["target"]["substituted"].startswith("not root")
-    assert doc["result"]["status"] == "ok" and doc["result"]["iops"] > 0
-    (row,) = filecount.rows(doc)
-    assert row["status"] == "skipped" and row["reason"].startswith("not root")
+    assert doc["result"]["status"] == "ok"
+    assert all(t["iops"] > 0 for t in doc["result"]["tools"].values())
+    rows = filecount.rows(doc)
+    assert [r["tool"] for r in rows] == job["tools"]
+    assert all(r["status"] == "skipped" and r["reason"].startswith("not root") for r in rows)
     assert not any(Path(scratch, "scratch", "dirs").iterdir())

@@ -42,6 +42,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from boatload import interference
+
 
 class FioError(RuntimeError):
     """fio is missing, failed, or printed no usable JSON."""
@@ -96,8 +98,9 @@ def json_doc(text: str) -> dict:
 
 
 def run(argv: list[str], timeout_s: float) -> dict:
-    """Run fio; its JSON document."""
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    """Run fio; its JSON document. With an active interference monitor, the run is one timed phase."""
+    with interference.tool_phase("fio"):
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
     if proc.returncode != 0:
         said = (proc.stderr.strip() or proc.stdout.strip())[-600:]
         raise FioError(f"fio exited {proc.returncode}: {said}")
@@ -137,6 +140,7 @@ def parse_randrw(doc: dict) -> dict:
         p99s = [p for p in (_p99_us(read) if reads else None, _p99_us(write) if writes else None) if p is not None]
         lat_p99_us = max(p99s) if p99s else None
     runtime_ms = max(read.get("runtime", 0), write.get("runtime", 0))
+    cpu_user_s, cpu_sys_s = _cpu_seconds(job)
     return {
         "ops": total,
         "reads": reads,
@@ -149,5 +153,20 @@ def parse_randrw(doc: dict) -> dict:
         "mb_per_s": (read["bw_bytes"] + write["bw_bytes"]) / 1e6,
         "lat_mean_us": lat_mean_us,
         "lat_p99_us": lat_p99_us,
+        "cpu_user_s": cpu_user_s,
+        "cpu_sys_s": cpu_sys_s,
         "fio_version": doc.get("fio version"),
     }
+
+
+def _cpu_seconds(job: dict) -> tuple[float | None, float | None]:
+    """User and system CPU seconds of the job's I/O threads.
+
+    fio's usr_cpu/sys_cpu are the threads' CPU time (getrusage per thread)
+    over `job_runtime`, and with group reporting both add up over the threads
+    (job_runtime is then threads x the run's length), so CPU seconds are the
+    percentage times job_runtime."""
+    runtime_ms = job.get("job_runtime")
+    if not runtime_ms or job.get("usr_cpu") is None or job.get("sys_cpu") is None:
+        return None, None
+    return job["usr_cpu"] / 100 * runtime_ms / 1000, job["sys_cpu"] / 100 * runtime_ms / 1000

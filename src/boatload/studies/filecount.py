@@ -10,9 +10,15 @@ the worker's `randio --files k --file-size S --threads T --xfer X --read-pct
 P --duration D [--direct]` on a freshly made target. Its `prepare` phase lays
 the files out (non-zero pseudo-random bytes, fdatasync'ed) before, and outside
 the timing of, its `io` phase, which is the measurement. With `peers: [fio]`
-every point has a twin (`k03-direct-fio`) on its own freshly made target:
-the same files laid out by `randio --prepare`, then fio running the same job
-(boatload.peers.fio: psync, one job of T threads sharing the same k files).
+fio runs the same job in the same job, back to back with the worker on the
+same target (boatload.studies.adjacent): each tool in a fresh subdirectory
+after a sync, the previous tool's files deleted; fio's files laid out by
+`randio --prepare`, then fio (boatload.peers.fio: psync, one job of T threads
+sharing the same k files). Which tool goes first alternates with the parity
+of k + rep, so that a point's repetitions alternate and, run once, half the
+points start with fio; the result records the order (`order`, and each
+tool's `position`). Each tool's CPU time over its timed I/O (the worker's
+io phase rusage, fio's usr_cpu/sys_cpu) is kept, per operation too.
 
 Modes: `buffered` (the page cache in between, as vdbench on VxFS without
 `openflags`) and `direct` (O_DIRECT: every I/O reaches the device). A loop
@@ -24,7 +30,7 @@ rather than ending in the host's page cache. On tmpfs
 recorded as skipped with the reason: since Linux 6.6 tmpfs accepts O_DIRECT
 but serves it from the page cache, so it would repeat the buffered
 measurement under another name. A file system that refuses O_DIRECT is
-likewise skipped with the worker's (or fio's) own message.
+likewise skipped for that tool with the worker's (or fio's) own message.
 
 Without root the job runs on a plain directory on the scratch file system;
 the runner marks it substituted and its rows say so (status `skipped`), as
@@ -41,6 +47,7 @@ import polars as pl
 from boatload import system
 from boatload.config import ConfigError
 from boatload.peers import fio
+from boatload.studies import adjacent
 from boatload.runner import run_job
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, phase, run_worker
@@ -66,13 +73,13 @@ def _settings(config: dict) -> dict:
     }
 
 
-def point_id(files: int, mode: str, tool: str) -> str:
-    base = f"k{files:02d}-{mode}"
-    return base if tool == WORKER else f"{base}-{tool}"
+def point_id(files: int, mode: str) -> str:
+    return f"k{files:02d}-{mode}"
 
 
 def jobs(config: dict) -> list[dict]:
-    """Every run at this config's scale: target x files x mode x (worker, peers) x repetition."""
+    """Every run at this config's scale: target x files x mode x repetition,
+    each job measuring with the worker and every peer (`tools`, in run order)."""
     study = config["studies"]["filecount"]
     s = _settings(config)
     tools = [WORKER] + [TOOLS[p] for p in s["peers"]]
@@ -81,11 +88,11 @@ def jobs(config: dict) -> list[dict]:
             "study": "filecount",
             "scale": config["scale"],
             "target": {"name": target, **config["targets"][target]},
-            "point": point_id(files, mode, tool),
+            "point": point_id(files, mode),
             "rep": rep,
             "files": files,
             "mode": mode,
-            "tool": tool,
+            "tools": adjacent.run_order(tools, files + rep),
             "file_size_mb": s["file_size_mb"],
             "threads": s["threads"],
             "xfer": s["xfer"],
@@ -98,7 +105,6 @@ def jobs(config: dict) -> list[dict]:
         for target in study["targets"]
         for files in study["files"]
         for mode in s["modes"]
-        for tool in tools
         for rep in range(1, s["reps"] + 1)
     ]
 
@@ -106,7 +112,15 @@ def jobs(config: dict) -> list[dict]:
 def _skipped(reason: str, **extra) -> dict:
     return {"status": "skipped", "reason": reason, "iops": None, "read_iops": None, "write_iops": None,
             "read_pct_measured": None, "mb_per_s": None, "lat_mean_us": None, "lat_p99_us": None,
-            "seconds": None, "ops": None, "prepare_seconds": None, "worker_result": None, "fio_result": None, **extra}
+            "seconds": None, "ops": None, "prepare_seconds": None, "cpu_user_s": None, "cpu_sys_s": None,
+            "cpu_us_per_op": None, "worker_result": None, "fio_result": None, **extra}
+
+
+def cpu_us_per_op(user_s: float | None, sys_s: float | None, ops: int | None) -> float | None:
+    """CPU microseconds per I/O: the tool's user + system time over its timed I/O, over the I/Os."""
+    if user_s is None or sys_s is None or not ops:
+        return None
+    return (user_s + sys_s) / ops * 1e6
 
 
 def _check_space(provisioned: Provisioned, job: dict) -> None:
@@ -175,6 +189,9 @@ def _measure_worker(d: Path, job: dict) -> dict:
         "lat_p99_us": io["latency_us"]["p99"],
         "interval_s": interval,
         "interval_iops": interval_iops(io, interval),
+        "cpu_user_s": io["cpu_user_s"],
+        "cpu_sys_s": io["cpu_sys_s"],
+        "cpu_us_per_op": cpu_us_per_op(io["cpu_user_s"], io["cpu_sys_s"], io["ops"]),
         "prepare_seconds": _prepare_seconds(doc),
         "worker_result": doc,
         "fio_result": None,
@@ -211,6 +228,9 @@ def _measure_fio(d: Path, job: dict) -> dict:
         "mb_per_s": parsed["mb_per_s"],
         "lat_mean_us": parsed["lat_mean_us"],
         "lat_p99_us": parsed["lat_p99_us"],
+        "cpu_user_s": parsed["cpu_user_s"],
+        "cpu_sys_s": parsed["cpu_sys_s"],
+        "cpu_us_per_op": cpu_us_per_op(parsed["cpu_user_s"], parsed["cpu_sys_s"], parsed["ops"]),
         "prepare_seconds": _prepare_seconds(prep),
         "worker_result": prep,
         "fio_result": doc,
@@ -219,25 +239,42 @@ def _measure_fio(d: Path, job: dict) -> dict:
     }
 
 
-def measure(provisioned: Provisioned, job: dict) -> dict:
-    """Lay out k files on the target and run the random-I/O job on them (worker or fio)."""
-    d = provisioned.path / "filecount"
-    d.mkdir()
-    kernel_fs = system.fs_type(d)
-    if job["mode"] == "direct" and kernel_fs == "tmpfs":
-        return _skipped(
-            "tmpfs serves O_DIRECT from the page cache (Linux >= 6.6): the direct point would repeat the "
-            "buffered one, so it is not measured", kernel_fs=kernel_fs)
-    _check_space(provisioned, job)
-    loop_dio, loop_dio_note = set_loop_direct_io(provisioned) if job.get("loop_direct_io", True) else (None, None)
+def _measure_tool(d: Path, job: dict, tool: str) -> dict:
+    """One tool's run in its own fresh directory `d`; a file system refusing O_DIRECT skips it."""
     try:
-        result = _measure_worker(d, job) if job["tool"] == WORKER else _measure_fio(d, job)
+        return _measure_worker(d, job) if tool == WORKER else _measure_fio(d, job)
     except WorkerError as exc:
         if job["mode"] == "direct" and "--direct" in str(exc):
-            return _skipped(f"the file system refuses O_DIRECT: {exc}", kernel_fs=kernel_fs)
+            return _skipped(f"the file system refuses O_DIRECT: {exc}")
         raise
-    result.update(kernel_fs=kernel_fs, loop_direct_io=loop_dio, loop_direct_io_note=loop_dio_note)
-    return result
+
+
+def measure(provisioned: Provisioned, job: dict) -> dict:
+    """Lay out k files on the target and run the random-I/O job on them, with
+    each tool of the job in turn (boatload.studies.adjacent)."""
+    root = provisioned.path / "filecount"
+    root.mkdir()
+    kernel_fs = system.fs_type(root)
+    tools = job["tools"]
+    if job["mode"] == "direct" and kernel_fs == "tmpfs":
+        return {**_skipped(
+            "tmpfs serves O_DIRECT from the page cache (Linux >= 6.6): the direct point would repeat the "
+            "buffered one, so it is not measured"), "kernel_fs": kernel_fs, "order": tools, "tools": {}}
+    _check_space(provisioned, job)
+    loop_dio, loop_dio_note = set_loop_direct_io(provisioned) if job.get("loop_direct_io", True) else (None, None)
+    results = {}
+    for position, tool, result in adjacent.one_by_one(root, tools, lambda d, tool: _measure_tool(d, job, tool)):
+        results[tool] = {**result, "tool": tool, "position": position}
+    failed = next((r for r in results.values() if r["status"] != "ok"), None)
+    return {
+        "status": failed["status"] if failed else "ok",
+        "reason": failed["reason"] if failed else None,
+        "order": tools,
+        "tools": results,
+        "kernel_fs": kernel_fs,
+        "loop_direct_io": loop_dio,
+        "loop_direct_io_note": loop_dio_note,
+    }
 
 
 def run(job: dict) -> dict:
@@ -246,13 +283,22 @@ def run(job: dict) -> dict:
 
 
 def summary(doc: dict) -> str:
-    """One line for the log."""
+    """One line for the log: each tool in the order it ran."""
     r, job = doc["result"], doc["job"]
-    where = f"{job['target']['name']} k={job['files']} {job['mode']} {job['tool']}"
-    if r["status"] != "ok":
+    where = f"{job['target']['name']} k={job['files']} {job['mode']} rep {job['rep']}"
+    done = r.get("tools") or {}
+    if not done:
         return f"{where}: {r['status']} ({r['reason']})"
-    return (f"{where}: {r['iops']:,.0f} IOPS, {r['read_pct_measured']:.1f} % reads, {r['mb_per_s']:.1f} MB/s, "
-            f"latency mean {r['lat_mean_us']:.1f} us, p99 {r['lat_p99_us']:.1f} us")
+    parts = []
+    for tool in r["order"]:
+        t = done[tool]
+        if t["status"] != "ok":
+            parts.append(f"{tool} {t['status']} ({t['reason']})")
+            continue
+        cpu = f", {t['cpu_us_per_op']:.2f} us CPU/I/O" if t.get("cpu_us_per_op") is not None else ""
+        parts.append(f"{tool} {t['iops']:,.0f} IOPS ({t['read_pct_measured']:.1f} % reads, "
+                     f"latency mean {t['lat_mean_us']:.1f} us{cpu})")
+    return f"{where}: " + "; then ".join(parts)
 
 
 SCHEMA = {
@@ -264,6 +310,8 @@ SCHEMA = {
     "mode": pl.String,
     "tool": pl.String,
     "rep": pl.Int64,
+    "position": pl.Int64,
+    "first_tool": pl.String,
     "threads": pl.Int64,
     "xfer": pl.Int64,
     "read_pct": pl.Float64,
@@ -277,6 +325,9 @@ SCHEMA = {
     "mb_per_s": pl.Float64,
     "lat_mean_us": pl.Float64,
     "lat_p99_us": pl.Float64,
+    "cpu_user_s": pl.Float64,
+    "cpu_sys_s": pl.Float64,
+    "cpu_us_per_op": pl.Float64,
     "interval_s": pl.Float64,
     "interval_iops": pl.List(pl.Float64),
     "loop_direct_io": pl.Boolean,
@@ -287,43 +338,56 @@ SCHEMA = {
     "started_at": pl.String,
 }
 
-SORT = ["target", "mode", "files", "tool", "rep"]
+SORT = ["target", "mode", "files", "rep", "tool"]
 
 
 def rows(doc: dict) -> list[dict]:
-    """One row per run."""
+    """One row per tool of the job, in the order they ran; a job that measured
+    nothing (skipped, or not root) gives each tool a row with its reason."""
     result, target, job = doc["result"], doc["target"], doc["job"]
     substituted = target.get("substituted")
-    return [{
-        "host": doc["machine"]["host"],
-        "study": doc["study"],
-        "target": job["target"]["name"],
-        "filesystem": target["fs"],
-        "files": job["files"],
-        "mode": job["mode"],
-        "tool": job["tool"],
-        "rep": job["rep"],
-        "threads": job["threads"],
-        "xfer": job["xfer"],
-        "read_pct": float(job["read_pct"]),
-        "file_size_mb": job["file_size_mb"],
-        "seconds": result.get("seconds"),
-        "ops": result.get("ops"),
-        "iops": result.get("iops"),
-        "read_iops": result.get("read_iops"),
-        "write_iops": result.get("write_iops"),
-        "read_pct_measured": result.get("read_pct_measured"),
-        "mb_per_s": result.get("mb_per_s"),
-        "lat_mean_us": result.get("lat_mean_us"),
-        "lat_p99_us": result.get("lat_p99_us"),
-        # per-interval IOPS of the worker's io phase (fio: none); the notebook's samples at one repetition
-        "interval_s": result.get("interval_s"),
-        "interval_iops": result.get("interval_iops"),
-        "loop_direct_io": result.get("loop_direct_io"),
-        # A run on a stand-in directory is not a measurement of the target it stands for.
-        "status": "skipped" if substituted and result["status"] == "ok" else result["status"],
-        "reason": substituted or result.get("reason"),
-        "worker_version": doc["worker"]["version"],
-        "kernel": doc["machine"]["kernel"],
-        "started_at": doc["started_at"],
-    }]
+    order = result.get("order") or job["tools"]
+    done = result.get("tools") or {}
+    out = []
+    for position, tool in enumerate(order, start=1):
+        r = done.get(tool, result)
+        out.append({
+            "host": doc["machine"]["host"],
+            "study": doc["study"],
+            "target": job["target"]["name"],
+            "filesystem": target["fs"],
+            "files": job["files"],
+            "mode": job["mode"],
+            "tool": tool,
+            "rep": job["rep"],
+            # 1: this tool ran first in the job, on the target just made
+            "position": position,
+            "first_tool": order[0],
+            "threads": job["threads"],
+            "xfer": job["xfer"],
+            "read_pct": float(job["read_pct"]),
+            "file_size_mb": job["file_size_mb"],
+            "seconds": r.get("seconds"),
+            "ops": r.get("ops"),
+            "iops": r.get("iops"),
+            "read_iops": r.get("read_iops"),
+            "write_iops": r.get("write_iops"),
+            "read_pct_measured": r.get("read_pct_measured"),
+            "mb_per_s": r.get("mb_per_s"),
+            "lat_mean_us": r.get("lat_mean_us"),
+            "lat_p99_us": r.get("lat_p99_us"),
+            "cpu_user_s": r.get("cpu_user_s"),
+            "cpu_sys_s": r.get("cpu_sys_s"),
+            "cpu_us_per_op": r.get("cpu_us_per_op"),
+            # per-interval IOPS of the worker's io phase (fio: none); the notebook's samples at one repetition
+            "interval_s": r.get("interval_s"),
+            "interval_iops": r.get("interval_iops"),
+            "loop_direct_io": result.get("loop_direct_io"),
+            # A run on a stand-in directory is not a measurement of the target it stands for.
+            "status": "skipped" if substituted and r["status"] == "ok" else r["status"],
+            "reason": substituted or r.get("reason"),
+            "worker_version": doc["worker"]["version"],
+            "kernel": doc["machine"]["kernel"],
+            "started_at": doc["started_at"],
+        })
+    return out
