@@ -13,22 +13,29 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old file or the new one, never half."""
+def write_atomic_with(path: Path, write: Callable[[Path], object]) -> None:
+    """Let `write(tmp)` write a file beside `path`, then put it in place:
+    readers see the old file or the new one, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
+        write(Path(tmp))
+        with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `text` to `path` atomically (write_atomic_with)."""
+    write_atomic_with(path, lambda tmp: tmp.write_text(text))
 
 
 def archive_path(runs_dir: Path, relative: Path) -> Path:

@@ -8,14 +8,55 @@ from pathlib import Path
 import polars as pl
 
 from boatload import studies
+from boatload.results import write_atomic_with
+
+# Columns every study's rows get from the run's interference record
+# (boatload.interference): what else the machine did during its timed phases.
+RUN_COLUMNS = {
+    "redone": pl.Int64,               # disturbed attempts that were measured again
+    "disturbed": pl.Boolean,          # the kept attempt was disturbed too (no redo left)
+    "competing_cpu_max": pl.Float64,  # most CPU of competing processes in one phase, share of one core
+    "other_cpu_max": pl.Float64,      # most CPU of everything but the measurement (/proc/stat), share of one core
+    "run_queue_mean": pl.Float64,     # runnable tasks, mean over the run's phases
+    "others_io_mb": pl.Float64,       # storage I/O other processes caused during the phases
+    "cache": pl.String,               # per timed phase: cold (fresh file system) or warm
+}
+
+
+def _share(cpu_s: float, seconds: float) -> float | None:
+    return cpu_s / seconds if seconds > 0 else None
+
+
+def run_columns(doc: dict) -> dict:
+    """The RUN_COLUMNS of one raw run (all None for a run without a record)."""
+    record = doc.get("interference")
+    phases = (record or {}).get("phases") or []
+    if not phases:
+        return {"redone": len((record or {}).get("redone") or []) if record else None, "disturbed": None,
+                **{k: None for k in RUN_COLUMNS if k not in ("redone", "disturbed")}}
+    queue = [p["run_queue"]["mean"] for p in phases if p["run_queue"]["mean"] is not None]
+    return {
+        "redone": len(record["redone"]),
+        "disturbed": record["disturbed"],
+        "competing_cpu_max": max(_share(p["competing_cpu_s"], p["seconds"]) or 0.0 for p in phases),
+        "other_cpu_max": max(_share(p["other_cpu_s"], p["seconds"]) or 0.0 for p in phases),
+        "run_queue_mean": sum(queue) / len(queue) if queue else None,
+        "others_io_mb": sum(p["others_io_mb"]["read"] + p["others_io_mb"]["write"] for p in phases),
+        "cache": ", ".join(f"{p['tool']} {p['phase']} {p['cache']['state']}" for p in phases),
+    }
+
+
+def schema(study_name: str) -> dict:
+    return {**studies.study(study_name).SCHEMA, **RUN_COLUMNS}
 
 
 def tidy(study_name: str, raw: list[Path], out: Path) -> pl.DataFrame:
     study = studies.study(study_name)
-    rows = [row for p in sorted(map(str, raw)) for row in study.rows(json.loads(Path(p).read_text()))]
-    frame = pl.DataFrame(rows, schema=study.SCHEMA, orient="row").sort(study.SORT)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    frame.write_parquet(tmp)
-    tmp.replace(out)
+    rows = []
+    for path in sorted(map(str, raw)):
+        doc = json.loads(Path(path).read_text())
+        common = run_columns(doc)
+        rows.extend({**row, **common} for row in study.rows(doc))
+    frame = pl.DataFrame(rows, schema=schema(study_name), orient="row").sort(study.SORT)
+    write_atomic_with(out, frame.write_parquet)
     return frame

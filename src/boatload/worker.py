@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from boatload import interference
 from boatload.paths import worker_binary
 
 
@@ -14,24 +15,39 @@ class WorkerError(RuntimeError):
     """The worker refused its arguments or produced no result."""
 
 
-def run_worker(workload: str, args: list[str], limit=None) -> dict:
+# Timed phases of the worker that lay out what the measurement then uses.
+SETUP_PHASES = {("randio", "prepare")}
+
+
+def run_worker(workload: str, args: list[str], limit=None, setup: bool = False) -> dict:
     """Run `boatload-worker WORKLOAD ARGS... --out FILE` and return its document.
 
     `limit` (a boatload.memlimit.Limit) starts the worker inside that memory
-    limit. A failed system call mid-phase (exit 1) still returns the
-    document, whose `status` and `error` say what happened; bad arguments
-    (exit 2), a kill or no document at all raise WorkerError with the
-    worker's own line.
+    limit. With an active interference monitor, every timed phase of the
+    document carries its `interference` record; `setup` says the whole call
+    only prepares the measurement (its phases never count as disturbed). A failed system call
+    mid-phase (exit 1) still returns the document, whose `status` and
+    `error` say what happened; bad arguments (exit 2), a kill or no document
+    at all raise WorkerError with the worker's own line.
     """
     start = limit.run if limit is not None else subprocess.run
+    monitor = interference.active()
+    first = len(monitor.records) if monitor else 0
     with tempfile.TemporaryDirectory(prefix="boatload-worker-") as tmp:
         out = Path(tmp) / "result.json"
         argv = [str(worker_binary()), workload, *args, "--out", str(out)]
-        proc = start(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        def measured(phase: str) -> bool:
+            return not setup and (workload, phase) not in SETUP_PHASES
+
+        with interference.worker_sync(measured) as sync:
+            proc = start(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, **sync)
         if proc.returncode == 2 or not out.exists():
             how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
             raise WorkerError(f"worker {workload} failed ({how}): {(proc.stderr or '').strip()}")
-        return json.loads(out.read_text())
+        doc = json.loads(out.read_text())
+    if monitor:
+        interference.attach(doc, monitor.records[first:])
+    return doc
 
 
 def phase(doc: dict, name: str) -> dict:

@@ -2,13 +2,14 @@
 
 rule tidy:
     input:
-        lambda w: raw_runs(w.study),
+        runs=lambda w: raw_runs(w.study),
+        after=LAST_RUN,
     output:
         f"{RUNS}/{{study}}.parquet",
     wildcard_constraints:
         study="|".join(STUDIES),
     shell:
-        "boatload tidy {wildcards.study} --out {output:q} {input:q}"
+        "boatload tidy {wildcards.study} --out {output:q} {input.runs:q}"
 
 
 rule provenance:

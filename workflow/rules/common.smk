@@ -4,6 +4,7 @@ import json
 import os
 from glob import glob
 
+from boatload.interference import DEFAULTS as INTERFERENCE_DEFAULTS
 from boatload.studies import FIGURES, NAMES, study
 from boatload.system import hostname
 
@@ -14,6 +15,9 @@ CONFIGFILE = os.path.relpath(str((workflow.overwrite_configfiles or ["config/con
 STUDIES = [name for name in NAMES if name in config["studies"]]
 # Studies whose notebook exists: each brings a table, a summary and figures to the paper.
 ANALYSED = [name for name in STUDIES if os.path.exists(f"notebooks/{name}.ipynb")]
+
+# What counts as a disturbed timed phase; every job carries it, so a raw run says what it was held to.
+INTERFERENCE = {**INTERFERENCE_DEFAULTS, **config.get("interference", {})}
 
 # Nix puts the worker in the store and says where; otherwise we build it here.
 WORKER = os.environ.get("BOATLOAD_WORKER") or "native/build/boatload-worker"

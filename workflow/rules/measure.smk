@@ -5,26 +5,48 @@
 import random
 
 JOBS = {
-    name: {(job["target"]["name"], job["point"], job["rep"]): job for job in study(name).jobs(config)}
+    name: {
+        (job["target"]["name"], job["point"], job["rep"]): {**job, "interference": INTERFERENCE}
+        for job in study(name).jobs(config)
+    }
     for name in STUDIES
 }
 
 
 # Run order: shuffled with the config's seed, so that no target or study is
-# always measured first (warm caches, a filling disk, a heating CPU). With one
-# `bench` resource per host the scheduler starts the highest priority first.
+# always measured first (warm caches, a filling disk, a heating CPU).
 ORDER = sorted((name, *key) for name in STUDIES for key in JOBS[name])
 random.Random(config["seed"]).shuffle(ORDER)
-PRIORITY = {key: len(ORDER) - i for i, key in enumerate(ORDER)}
+POSITION = {key: i for i, key in enumerate(ORDER)}
+
+
+def raw_run(name, target, point, rep):
+    return f"{RUNS}/{name}/{target}/{point}/rep{rep}.json"
 
 
 def raw_runs(name):
-    return [f"{RUNS}/{name}/{target}/{point}/rep{rep}.json" for (target, point, rep) in JOBS[name]]
+    return [raw_run(name, *key) for key in JOBS[name]]
+
+
+# The measurements form one chain in that order: each waits for the run
+# before it. So exactly one measurement is ever ready, it is running, and
+# Snakemake's scheduler has nothing to select and sleeps until it ends
+# (with many ready jobs it wakes every second and re-evaluates all of them,
+# using CPU beside the measurement). `ancient`: the link orders runs, it
+# does not make a rerun of one measurement rerun all later ones.
+def previous_run(w):
+    i = POSITION[(w.study, w.target, w.point, int(w.rep))]
+    return ancient(raw_run(*ORDER[i - 1])) if i else []
+
+
+# Analysis starts after the last measurement, so nothing of ours runs beside one.
+LAST_RUN = ancient(raw_run(*ORDER[-1])) if ORDER else []
 
 
 rule measure:
     input:
         **PINNED,
+        previous=previous_run,
     output:
         f"{RUNS}/{{study}}/{{target}}/{{point}}/rep{{rep}}.json",
     params:
@@ -35,8 +57,10 @@ rule measure:
         target="[a-z0-9-]+",
         point="[A-Za-z0-9._-]+",
         rep=r"\d+",
-    priority: lambda w: PRIORITY[(w.study, w.target, w.point, int(w.rep))]
     resources:
         bench=1,
+    log:
+        f"results/logs/measure/{{study}}/{{target}}/{{point}}/rep{{rep}}.log",
     shell:
-        "boatload run {wildcards.study} --job {params.job:q} --out {output:q} --runs-dir {params.runs:q}"
+        "boatload run {wildcards.study} --job {params.job:q} --out {output:q} --runs-dir {params.runs:q} "
+        "2> >(tee {log:q} >&2)"

@@ -46,6 +46,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from boatload import interference
+
 # bonnie++'s six file tests, in its order, by the reference's names.
 TESTS = (
     ("seq_create", "sequential_create"),
@@ -176,9 +178,11 @@ def run(directory: Path, files_k_: int, size_max: int, dirs: int, *, size_min: i
     """Run bonnie++ (through `runner`, e.g. a memory limit's `run`) and parse its CSV.
 
     Returns {"argv", "returncode", "csv", "text", "result"}; raises BonnieError
-    if it failed or printed nothing usable."""
+    if it failed or printed nothing usable. With an active interference
+    monitor, the run is one timed phase."""
     cmd = argv(directory, files_k_, size_max, dirs, size_min=size_min, seed=seed)
-    proc = runner(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
+    with interference.tool_phase("bonnie++"):
+        proc = runner(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
         raise BonnieError(f"bonnie++ failed (exit {proc.returncode}): {' / '.join(tail)}")

@@ -234,7 +234,7 @@ def _precondition(provisioned: Provisioned, block: int) -> dict | None:
     doc = run_worker("seqio", [
         "--dir", str(provisioned.path), "--file", PRECONDITION_FILE, "--mode", "write", "--direct",
         "--block", str(block), "--size", str(size),
-    ])
+    ], setup=True)
     (provisioned.path / PRECONDITION_FILE).unlink(missing_ok=True)
     return doc
 
@@ -286,7 +286,7 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
                     "--files", str(n), "--files-per-dir-max", str(FOLDER_MAX),
                     "--size", f"0:{job['file_size_max']}", "--size-align", str(SIZE_ALIGN), "--content", "random",
                     "--seed", str(job["seed"] * 1000 + stage),
-                ], limit=lim)
+                ], limit=lim, setup=True)
                 why = _failed(fill)
             files_on_disk, dirs_on_disk = count_files(small_root)
             record = {
