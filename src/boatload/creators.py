@@ -20,6 +20,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from boatload import interference
+
 
 @dataclass
 class Timed:
@@ -97,26 +99,30 @@ def leaf_archive(kind: str, count: int, cache: Path) -> Path:
     return path
 
 
-def run_timed(argv: list[str], cwd: Path, stdin_text: str, env: dict, time_cap_s: float | None) -> Timed:
-    """Run a creation command in its own process group; stop it after `time_cap_s`."""
+def run_timed(argv: list[str], cwd: Path, stdin_text: str, env: dict, time_cap_s: float | None,
+              tool: str | None = None) -> Timed:
+    """Run a creation command in its own process group; stop it after `time_cap_s`.
+
+    With an active interference monitor the run is one timed phase of `tool`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.monotonic()
-    proc = subprocess.Popen(
-        argv, cwd=cwd, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
-        env={**os.environ, **env}, text=True, start_new_session=True,
-    )
-    capped = False
-    try:
-        _, stderr = proc.communicate(stdin_text, timeout=time_cap_s)
-    except subprocess.TimeoutExpired:
-        capped = True
-        os.killpg(proc.pid, signal.SIGKILL)
-        _, stderr = proc.communicate()
-    except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
-    seconds = time.monotonic() - start
+    with interference.tool_phase(tool or Path(argv[0]).name, "create"):
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.PIPE, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL,
+            env={**os.environ, **env}, text=True, start_new_session=True,
+        )
+        capped = False
+        try:
+            _, stderr = proc.communicate(stdin_text, timeout=time_cap_s)
+        except subprocess.TimeoutExpired:
+            capped = True
+            os.killpg(proc.pid, signal.SIGKILL)
+            _, stderr = proc.communicate()
+        except BaseException:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise
+        seconds = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return Timed(
         seconds=seconds,
@@ -138,7 +144,7 @@ def create(method: str, root: Path, shape: list[int], time_cap_s: float | None, 
         leaves_file.write_text(leaves)
         try:
             argv = [sys.executable, "-S", "-c", PYTHON_LOOP, str(root), str(leaves_file), str(count), str(len(str(count - 1)))]
-            return run_timed(argv, root, "", {}, time_cap_s)
+            return run_timed(argv, root, "", {}, time_cap_s, tool=method)
         finally:
             leaves_file.unlink()
     if method not in SHELL_LOOPS:
@@ -146,7 +152,7 @@ def create(method: str, root: Path, shape: list[int], time_cap_s: float | None, 
     env = {"FMT": file_name_format(count), "COUNT": str(count), "LC_ALL": "C"}
     if method in ("tar", "unzip"):
         env["ARCHIVE"] = str(leaf_archive(method, count, cache))
-    return run_timed(["bash", "-c", SHELL_LOOPS[method]], root, leaves, env, time_cap_s)
+    return run_timed(["bash", "-c", SHELL_LOOPS[method]], root, leaves, env, time_cap_s, tool=method)
 
 
 def count_files(root: Path) -> tuple[int, int]:
