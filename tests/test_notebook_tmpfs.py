@@ -4,6 +4,7 @@ summary the paper reads; the paper's tmpfs section builds from them."""
 
 from __future__ import annotations
 
+import statistics
 from functools import partial
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import polars as pl
 import pytest
 
 from boatload import paper
+from boatload.studies import tmpfs as tmpfs_study
 import notebook_checks as nc
 from notebook_checks import load_fixtures
 
@@ -18,6 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "tmpfs.ipynb"
 STUDY = "tmpfs"
 KEY = ("target", "working_set", "tool", "test")
+TESTS = [name for name, _ in tmpfs_study.TESTS]
 
 
 FX = load_fixtures(STUDY)
@@ -198,6 +201,10 @@ def test_paper_section(run, tmp_path):
     assert "50.6 MiB (tmpfs, worker" in text  # swap
     assert "64 MiB" in text  # the memory limit
     assert "ext3 at 1.6×, worker, run 2, random read and random delete" in text
+    # the appendix: worker ÷ bonnie++ of the same jobs, with each tool's CPU per file
+    peers = s["peers"]
+    assert f"On the {peers['tests']} tests with a rate from both" in text
+    assert "CPU µs per file" in " ".join(text.split()) and "What each operation is" in text
 
 
 def test_paper_section_without_measurements(skipped, tmp_path):
@@ -223,3 +230,39 @@ def test_real_data(data, tmp_path):
     ours = [r for r in figure_rows(out["results"], "rates") if r.get("source") == "measured" and "ops_per_s" in r]
     assert len(ours) == groups
     assert len(s["verdicts"]) == 5
+
+
+def test_worker_and_bonnie_paired_within_each_job(run, fixture_runs):
+    """The peers table pairs the worker's and bonnie++'s rows of the same job
+    (target, working set, repetition) test by test, never medians of separate runs."""
+    results = run["results"]
+    peers = pl.read_csv(results / "tables" / f"{STUDY}-peers.csv")
+    pairs = pl.read_csv(results / "tables" / f"{STUDY}-pairs.csv")
+    m = measured(fixture_runs)
+    job = ["target", "working_set", "rep", "test"]
+    joined = m.filter(pl.col("tool") == "boatload-worker").join(
+        m.filter(pl.col("tool") == "bonnie++"), on=job, suffix="_b")
+    want: dict = {}
+    for r in joined.iter_rows(named=True):
+        want.setdefault((r["target"], r["working_set"], r["test"]), []).append(
+            (r["ops_per_s"] / r["ops_per_s_b"], r["cpu_us_per_op"], r["cpu_us_per_op_b"]))
+    assert {(r["target"], r["working_set"], r["test"]) for r in peers.iter_rows(named=True)} == set(want)
+    assert pairs.height == joined.height
+    for r in peers.iter_rows(named=True):
+        got = want[(r["target"], r["working_set"], r["test"])]
+        assert r["pairs"] == len(got)
+        assert r["worker_over_bonnie"] == pytest.approx(statistics.median(g[0] for g in got))
+        assert r["worker_cpu_us_per_op"] == pytest.approx(statistics.median(g[1] for g in got))
+        assert r["bonnie_cpu_us_per_op"] == pytest.approx(statistics.median(g[2] for g in got))
+        if r["pairs"] >= 2:
+            assert r["low"] <= r["worker_over_bonnie"] <= r["high"]
+    # the failed worker run (ext3 1.6, rep 2) leaves its job's bonnie++ rows unpaired
+    assert peers.filter((pl.col("target") == "ext3") & (pl.col("working_set") == 1.6)
+                        & (pl.col("test") == "random_read"))["pairs"].to_list() == [2]
+    # one tool first, the other second, as the job recorded
+    for r in pairs.iter_rows(named=True):
+        assert {r["worker_position"], r["bonnie_position"]} == {1, 2}
+        assert (r["worker_position"] == 1) == (r["first_tool"] == "boatload-worker")
+    s = summary_of(results)["peers"]
+    assert s["tests"] == peers.height and s["min"] == pytest.approx(peers["worker_over_bonnie"].min())
+    assert [t["test"] for t in s["by_test"]] == [t for t in TESTS if t in set(peers["test"])]

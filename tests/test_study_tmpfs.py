@@ -24,11 +24,12 @@ def config(name):
     return yaml.safe_load((ROOT / "config" / name).read_text())
 
 
-def job_for(cfg, target, w, tool="worker"):
-    if tool == "bonnie":  # ci.yaml runs no peers; the same sizes with bonnie++ as the peer
+def job_for(cfg, target, w, rep=1, with_bonnie=False):
+    if with_bonnie:  # ci.yaml runs no peers; the same sizes with bonnie++ as the peer
         cfg["studies"]["tmpfs"]["peers"] = ["bonnie"]
+        cfg["studies"]["tmpfs"]["repetitions"] = max(rep, 2)
     return next(j for j in tmpfs.jobs(cfg) if j["target"]["name"] == target and j["working_set"] == w
-                and j["tool"] == tool and j["rep"] == 1)
+                and j["rep"] == rep)
 
 
 @pytest.fixture
@@ -52,29 +53,32 @@ def _tidy(docs, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["ci.yaml", "config.yaml", "full.yaml"])
-def test_jobs_target_by_working_set_by_tool_by_repetition(name):
+def test_jobs_target_by_working_set_by_repetition_with_every_tool(name):
     cfg = config(name)
     study = cfg["studies"]["tmpfs"]
     jobs = tmpfs.jobs(cfg)
     reps = study.get("repetitions", cfg["repetitions"])
-    tools = 1 + ("bonnie" in study.get("peers", []))
-    assert len(jobs) == len(study["targets"]) * len(study["working_set"]) * tools * reps
+    with_bonnie = "bonnie" in study.get("peers", [])
+    assert len(jobs) == len(study["targets"]) * len(study["working_set"]) * reps
     assert len({(j["target"]["name"], j["point"], j["rep"]) for j in jobs}) == len(jobs)
     limit = study["memory_limit_mb"]
     for j in jobs:
-        assert all(re.fullmatch(r"[A-Za-z0-9._-]+", j["point"]) for j in jobs)
+        assert re.fullmatch(r"[A-Za-z0-9._-]+", j["point"]) and j["point"] == f"ws{j['working_set']:g}"
         n = round(j["working_set"] * limit * 2**20 / (study["size_max"] / 2))
-        if j["tool"] == "worker":
-            assert j["point"] == f"ws{j['working_set']:g}" and j["files"] == n
+        assert j["files"] == n
+        if with_bonnie:
+            assert j["bonnie_files"] == max(1, round(n / 1024)) * 1024 == j["bonnie_files_k"] * 1024
+            # the worker first in odd repetitions, bonnie++ in even ones
+            assert j["tools"] == (["worker", "bonnie"] if j["rep"] % 2 else ["bonnie", "worker"])
         else:
-            assert j["point"] == f"ws{j['working_set']:g}-bonnie" and j["files"] == max(1, round(n / 1024)) * 1024
+            assert j["tools"] == ["worker"] and j["bonnie_files"] is None
 
 
 def test_the_full_scale_is_the_originals_20k_and_about_50k_files():
-    jobs = {(j["working_set"], j["tool"]): j for j in tmpfs.jobs(config("full.yaml"))}
-    assert jobs[(0.6, "bonnie")]["bonnie_files_k"] == 20
-    assert 48 <= jobs[(1.6, "bonnie")]["bonnie_files_k"] <= 55
-    assert jobs[(1.6, "bonnie")]["size_max"] == 250000 and jobs[(1.6, "bonnie")]["dirs"] == 1000
+    jobs = {j["working_set"]: j for j in tmpfs.jobs(config("full.yaml"))}
+    assert jobs[0.6]["bonnie_files_k"] == 20
+    assert 48 <= jobs[1.6]["bonnie_files_k"] <= 55
+    assert jobs[1.6]["size_max"] == 250000 and jobs[1.6]["dirs"] == 1000
 
 
 def test_a_target_too_small_for_the_working_set_is_a_config_error_naming_the_field():
@@ -182,6 +186,9 @@ def test_the_worker_does_bonnies_six_tests_in_bonnies_order(worker, tmp_path, mo
     assert seq_read["p50_us"] == pytest.approx(stat["latency_us"]["p50"] + read["latency_us"]["p50"])
     for t in tests:
         assert t["ops"] == job["files"] and t["ops_per_s"] > 0 and 0 < t["cpu_pct"] <= 100 * 1.05
+    # CPU per file: both phases' CPU over the files
+    assert seq_read["cpu_us_per_op"] == pytest.approx(
+        sum(p["cpu_user_s"] + p["cpu_sys_s"] for p in (stat, read)) / job["files"] * 1e6)
     assert list(d.iterdir()) == []
 
 
@@ -202,6 +209,7 @@ def test_ci_runs_in_the_memory_limit_inside_and_beyond_it(scratch, tmp_path):
             for r in rows:
                 assert r["status"] == "ok" and r["ops"] == r["files"] and r["ops_per_s"] > 0, r
                 assert r["tool"] == "boatload-worker" and r["memory_limit_mb"] == cfg["studies"]["tmpfs"]["memory_limit_mb"]
+                assert r["position"] == 1 and r["first_tool"] == "boatload-worker" and r["cpu_us_per_op"] > 0
                 assert r["working_set_label"] == ("fits in RAM" if w < 1 else "beyond RAM")
                 # ext3's loop image is read with direct I/O: from the disk, not the host's page cache
                 assert r["loop_direct_io"] is (True if target == "ext3" else None) and r["reason"] is None
@@ -215,33 +223,55 @@ def test_ci_runs_in_the_memory_limit_inside_and_beyond_it(scratch, tmp_path):
 
 @root
 @needs_bonnie
-def test_ci_bonnie_peer_runs_in_the_memory_limit(scratch, tmp_path):
-    job = job_for(config("ci.yaml"), "tmpfs", 1.6, "bonnie")
-    doc = tmpfs.run(job)
-    assert doc["result"]["status"] == "ok", doc["result"]["reason"]
-    k = job["bonnie_files_k"]
-    assert k == round(job_for(config("ci.yaml"), "tmpfs", 1.6)["files"] / 1024) and job["files"] == k * 1024
-    assert doc["result"]["bonnie"]["argv"][1:5] == ["-s", "0", "-n", f"{k}:65536:0:10"]
-    assert doc["result"]["bonnie"]["result"]["files"] == job["files"]
-    rows = tmpfs.rows(doc)
-    assert [r["test"] for r in rows] == TESTS and {r["tool"] for r in rows} == {"bonnie++"}
-    for r in rows:  # a rate, or bonnie's "+++++" said so
-        assert r["status"] == "ok" and (r["ops_per_s"] > 0 if r["ops_per_s"] is not None else "+++++" in r["reason"])
-    assert rows[0]["swap_used_mb"] > 0
-    table = _tidy([doc], tmp_path)
-    assert dict(table.schema) == tmpfs.SCHEMA
+def test_ci_worker_and_bonnie_in_the_same_job_in_the_memory_limit(scratch, tmp_path):
+    docs = [tmpfs.run(job_for(config("ci.yaml"), "tmpfs", 1.6, rep, with_bonnie=True)) for rep in (1, 2)]
+    firsts = []
+    for doc in docs:
+        job, r = doc["job"], doc["result"]
+        assert r["status"] == "ok", r["reason"]
+        k = job["bonnie_files_k"]
+        assert k == round(job["files"] / 1024) and job["bonnie_files"] == k * 1024
+        assert r["order"] == job["tools"] and set(r["tools"]) == {"worker", "bonnie"}
+        worker, bon = r["tools"]["worker"], r["tools"]["bonnie"]
+        assert bon["bonnie"]["argv"][1:5] == ["-s", "0", "-n", f"{k}:65536:0:10"]
+        assert bon["bonnie"]["result"]["files"] == job["bonnie_files"]
+        assert [p["ops"] for p in worker["worker_result"]["phases"]] == [job["files"]] * 8
+        # each tool in a memory limit of its own, the same size, beyond which both swapped
+        assert worker["memory_limit"] != bon["memory_limit"]
+        assert worker["memory"]["swap_used_mb"] > 0 and bon["memory"]["swap_used_mb"] > 0
+        # each found the target as the other left it: its files gone (the same free space)
+        assert abs(worker["free_mb_at_start"] - bon["free_mb_at_start"]) < 1, (worker["free_mb_at_start"], bon["free_mb_at_start"])
+        rows = tmpfs.rows(doc)
+        assert [(r["tool"], r["test"]) for r in rows] == [
+            (tmpfs.TOOLS[t], test) for t in job["tools"] for test in TESTS]
+        firsts.append(rows[0]["first_tool"])
+        for row in rows:
+            assert row["status"] == "ok" and row["position"] == 1 + job["tools"].index(
+                "worker" if row["tool"] == "boatload-worker" else "bonnie")
+            if row["ops_per_s"] is None:  # bonnie++: "+++++", said so
+                assert "+++++" in row["reason"] and row["cpu_us_per_op"] is None
+                continue
+            assert row["ops_per_s"] > 0 and row["cpu_us_per_op"] > 0
+            # CPU per file is the CPU share of the test's time over its rate
+            assert row["cpu_us_per_op"] == pytest.approx(row["cpu_pct"] / 100 / row["ops_per_s"] * 1e6, rel=1e-9)
+        timed = [row for row in rows if row["tool"] == "bonnie++" and row["ops_per_s"] is not None]
+        assert timed, "bonnie++ timed none of its tests beyond the limit"
+        assert "then" in tmpfs.summary(doc)
+    assert firsts == ["boatload-worker", "bonnie++"]  # the order alternates by repetition
+    table = _tidy(docs, tmp_path)
+    assert dict(table.schema) == tmpfs.SCHEMA and table.height == 2 * 2 * 6
 
 
 def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, tmp_path):
     monkeypatch.setattr(targets, "_is_root", lambda: False)
-    docs = [tmpfs.run(job_for(config("ci.yaml"), "tmpfs", 0.6, tool)) for tool in ("worker", "bonnie")]
+    docs = [tmpfs.run(job_for(config("ci.yaml"), "tmpfs", 0.6, with_bonnie=bonnie_too)) for bonnie_too in (False, True)]
     for doc in docs:
         assert doc["result"]["status"] == "skipped" and "not root" in doc["result"]["reason"]
         assert doc["target_provenance"] is None
     table = _tidy(docs, tmp_path)
     assert dict(table.schema) == tmpfs.SCHEMA
-    assert table.height == 12 and set(table["status"]) == {"skipped"}
-    assert table["ops_per_s"].null_count() == 12
+    assert table.height == 18 and set(table["status"]) == {"skipped"}
+    assert table["ops_per_s"].null_count() == 18
     assert set(table["tool"]) == {"boatload-worker", "bonnie++"}
 
 
@@ -262,7 +292,8 @@ def test_an_oom_kill_with_swap_room_is_run_again_and_kept(scratch, monkeypatch):
     monkeypatch.setattr(memlimit, "V1_SWAPPINESS", 0)
     job = job_for(config("ci.yaml"), "tmpfs", 1.6)
     doc = tmpfs.run(job)
-    r = doc["result"]
+    assert doc["result"]["status"] == "error" and "OOM event(s)" in doc["result"]["reason"]
+    r = doc["result"]["tools"]["worker"]
     assert r["status"] == "error" and "OOM event(s)" in r["reason"]
     assert len(r["reclaim_gave_up"]) == tmpfs.RECLAIM_ATTEMPTS - 1
     for gave_up in r["reclaim_gave_up"]:

@@ -42,12 +42,18 @@ process, as bonnie++; random bytes, so nothing can store a page as "all zero").
   bonnie++ instead creates names whose random part comes first, in numeric
   order, then stats and deletes in a shuffled order.
 
-**bonnie++ itself** runs as a peer job (point `ws<w>-bonnie`) when the
-config's `peers` has `bonnie`: `bonnie++ -s 0 -n K:MAX:0:D -u root -q -z SEED
--d DIR` inside the same memory limit, with K = round(files / 1024) (bonnie
-counts in 1024s), parsed by boatload.peers.bonnie. Its tests that take less
-than 500 ms print `+++++` and have no rate here (null); its latency is the
-slowest single operation, not a percentile (`max_us`).
+**bonnie++ itself** runs in the same job as the worker when the config's
+`peers` has `bonnie`, back to back with it on the same freshly made target
+(boatload.studies.adjacent: each tool in a fresh directory after a sync, the
+other's files gone), each in a fresh memory limit of the same size, the
+order alternating with the repetition (`order`, each tool's `position`):
+`bonnie++ -s 0 -n K:MAX:0:D -u root -q -z SEED -d DIR` with
+K = round(files / 1024) (bonnie counts in 1024s), parsed by
+boatload.peers.bonnie. Its tests that take less than 500 ms print `+++++`
+and have no rate here (null); its latency is the slowest single operation,
+not a percentile (`max_us`). Each test keeps the tool's CPU per file
+(`cpu_us_per_op`: the worker's phase rusage over its files; bonnie++'s %CPU
+over its rate).
 
 **Sizes.** The target must hold the whole working set: an estimate of
 files x (size_max / 2 + 4 KiB), the mean file plus page rounding, must fit in
@@ -81,6 +87,7 @@ from boatload import memlimit, system
 from boatload.config import ConfigError
 from boatload.paths import scratch_dir
 from boatload.peers import bonnie
+from boatload.studies import adjacent
 from boatload.runner import run_job
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, run_worker
@@ -153,12 +160,18 @@ def check_sizes(target: dict, w: float, files: int, size_max: int, limit_mb: int
 # jobs
 
 
-def point(w: float, tool: str) -> str:
-    return f"ws{w:g}" if tool == "worker" else f"ws{w:g}-{tool}"
+def point(w: float) -> str:
+    return f"ws{w:g}"
+
+
+def tool_files(job: dict, tool: str) -> int:
+    """The files a tool of the job makes: bonnie++ counts in 1024s."""
+    return job["bonnie_files"] if tool == "bonnie" else job["files"]
 
 
 def jobs(config: dict) -> list[dict]:
-    """Every run at this config's scale: target x working set x (worker, peers) x repetition."""
+    """Every run at this config's scale: target x working set x repetition,
+    each job measuring with the worker and, where configured, bonnie++ (`tools`, in run order)."""
     study = config["studies"]["tmpfs"]
     reps = study.get("repetitions", config["repetitions"])
     limit_mb = memory_limit_mb(study)
@@ -170,31 +183,31 @@ def jobs(config: dict) -> list[dict]:
     for name in study["targets"]:
         target = {"name": name, **config["targets"][name]}
         for w in study["working_set"]:
-            worker_files = working_set_files(w, limit_mb, size_max)
-            for tool in tools:
-                files_k = bonnie.files_k(worker_files) if tool == "bonnie" else None
-                files = files_k * 1024 if files_k else worker_files
-                check_sizes(target, w, files, size_max, limit_mb, swap_mb)
-                for rep in range(1, reps + 1):
-                    out.append({
-                        "study": "tmpfs",
-                        "scale": config["scale"],
-                        "target": target,
-                        "point": point(w, tool),
-                        "rep": rep,
-                        "tool": tool,
-                        "working_set": w,
-                        "files": files,
-                        "bonnie_files_k": files_k,
-                        "dirs": min(dirs, files),
-                        "size_min": 0,
-                        "size_max": size_max,
-                        "memory_limit_mb": limit_mb,
-                        "memory_limit_configured": study.get("memory_limit_mb"),
-                        "swap_mb": swap_mb,
-                        "loop_direct_io": study.get("loop_direct_io", True),
-                        "seed": config["seed"] + rep,
-                    })
+            files = working_set_files(w, limit_mb, size_max)
+            files_k = bonnie.files_k(files) if "bonnie" in tools else None
+            for n in (files, *([files_k * 1024] if files_k else [])):
+                check_sizes(target, w, n, size_max, limit_mb, swap_mb)
+            for rep in range(1, reps + 1):
+                out.append({
+                    "study": "tmpfs",
+                    "scale": config["scale"],
+                    "target": target,
+                    "point": point(w),
+                    "rep": rep,
+                    "tools": adjacent.run_order(tools, rep + 1),
+                    "working_set": w,
+                    "files": files,
+                    "bonnie_files_k": files_k,
+                    "bonnie_files": files_k * 1024 if files_k else None,
+                    "dirs": min(dirs, files),
+                    "size_min": 0,
+                    "size_max": size_max,
+                    "memory_limit_mb": limit_mb,
+                    "memory_limit_configured": study.get("memory_limit_mb"),
+                    "swap_mb": swap_mb,
+                    "loop_direct_io": study.get("loop_direct_io", True),
+                    "seed": config["seed"] + rep,
+                })
     return out
 
 
@@ -227,7 +240,8 @@ def worker_tests(doc: dict, files: int) -> list[dict]:
                 raise WorkerError(f"worker phase {i} is {ph['name']}:{ph.get('order')}, expected {PHASES[i]}")
         if len(got) < len(idx):
             out.append({"test": test, "step": step, "ops": None, "seconds": None, "ops_per_s": None,
-                        "cpu_pct": None, "p50_us": None, "p99_us": None, "max_us": None, "complete": False})
+                        "cpu_pct": None, "cpu_us_per_op": None, "p50_us": None, "p99_us": None, "max_us": None,
+                        "complete": False})
             continue
         seconds = sum(ph["seconds"] for ph in got)
         cpu = sum(ph["cpu_user_s"] + ph["cpu_sys_s"] for ph in got)
@@ -240,6 +254,7 @@ def worker_tests(doc: dict, files: int) -> list[dict]:
             "seconds": seconds,
             "ops_per_s": ops / seconds if ops and seconds > 0 else None,
             "cpu_pct": 100 * cpu / seconds if seconds > 0 else None,
+            "cpu_us_per_op": cpu / ops * 1e6 if ops else None,
             "p50_us": _sum(lat.get("p50") for lat in lats),
             "p99_us": _sum(lat.get("p99") for lat in lats),
             "max_us": _sum(lat.get("max") for lat in lats),
@@ -258,6 +273,8 @@ def bonnie_tests(parsed: dict) -> list[dict]:
             "seconds": None,
             "ops_per_s": t["ops_per_s"],
             "cpu_pct": t["cpu_pct"],
+            # its %CPU of the test's time over files per second: CPU per file
+            "cpu_us_per_op": t["cpu_pct"] / 100 / t["ops_per_s"] * 1e6 if t["cpu_pct"] is not None and t["ops_per_s"] else None,
             "p50_us": None,
             "p99_us": None,
             "max_us": t["latency_max_us"],
@@ -285,30 +302,40 @@ def memory_stats(stats: dict) -> dict:
 
 
 def measure(provisioned: Provisioned, job: dict) -> dict:
-    """bonnie's six tests (by the worker or by bonnie++) inside the memory limit."""
-    check_sizes(job["target"], job["working_set"], job["files"], job["size_max"], job["memory_limit_mb"], job["swap_mb"])
+    """bonnie's six tests inside the memory limit, by each tool of the job in turn."""
+    for tool in job["tools"]:
+        check_sizes(job["target"], job["working_set"], tool_files(job, tool), job["size_max"], job["memory_limit_mb"],
+                    job["swap_mb"])
     base = {
-        "tool": TOOLS[job["tool"]], "files": job["files"], "working_set": job["working_set"],
-        "memory_limit_mb": job["memory_limit_mb"], "swap_mb": job["swap_mb"],
-        "tests": [], "memory": None, "memory_limit": None, "worker_result": None, "bonnie": None,
-        "loop_direct_io": None, "loop_direct_io_note": None,
+        "files": job["files"], "working_set": job["working_set"], "memory_limit_mb": job["memory_limit_mb"],
+        "swap_mb": job["swap_mb"], "order": job["tools"], "tools": {}, "loop_direct_io": None, "loop_direct_io_note": None,
     }
-    if job["tool"] == "bonnie" and bonnie.executable() is None:
-        return {**base, "status": "skipped", "reason": "bonnie++ is not installed (Debian package bonnie++)"}
-
     root = provisioned.path / "tmpfs"
     root.mkdir()
     if job.get("loop_direct_io", True):
         base["loop_direct_io"], base["loop_direct_io_note"] = set_loop_direct_io(provisioned)
     elif provisioned.provenance.get("loop_device"):
         base["loop_direct_io"] = False
+    for position, tool, result in adjacent.one_by_one(root, job["tools"], lambda d, tool: _measure_tool(d, job, tool)):
+        base["tools"][tool] = {**result, "position": position}
+    failed = next((r for r in base["tools"].values() if r["status"] != "ok"), None)
+    return {**base, "status": failed["status"] if failed else "ok", "reason": failed["reason"] if failed else None}
+
+
+def _measure_tool(d: Path, job: dict, tool: str) -> dict:
+    """One tool's six tests in `d`, in a fresh memory limit, run again (in a
+    fresh limit) while the kernel's reclaim gives up with swap to spare."""
+    base = {"tool": TOOLS[tool], "files": tool_files(job, tool), "tests": [], "memory": None, "memory_limit": None,
+            "worker_result": None, "bonnie": None}
+    if tool == "bonnie" and bonnie.executable() is None:
+        return {**base, "status": "skipped", "reason": "bonnie++ is not installed (Debian package bonnie++)"}
     given_up = []  # attempts the kernel's reclaim ended with an OOM kill while swap had room
     for attempt in range(1, RECLAIM_ATTEMPTS + 1):
         if attempt > 1:
-            shutil.rmtree(root)
-            root.mkdir()
+            shutil.rmtree(d)
+            d.mkdir()
         try:
-            status, reason, found, raw = _measure_once(root, job)
+            status, reason, found, raw = _measure_once(d, job, tool)
         except memlimit.MemoryLimitError as exc:
             return {**base, "status": "error", "reason": f"memory limit: {exc}", "reclaim_gave_up": given_up}
         memory = {**memory_stats(raw), "raw": raw}
@@ -335,12 +362,12 @@ def reclaim_gave_up(memory: dict, swap_mb: int) -> bool:
     return bool(memory["oom_events"]) and used is not None and used <= 0.9 * swap_mb
 
 
-def _measure_once(root: Path, job: dict) -> tuple[str, str | None, dict, dict]:
+def _measure_once(root: Path, job: dict, tool: str) -> tuple[str, str | None, dict, dict]:
     """One run in a fresh memory limit: status, reason, the result's parts, the cgroup's stats."""
     status, reason, found = "ok", None, {}
     with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch_dir()) as limit:
         try:
-            if job["tool"] == "worker":
+            if tool == "worker":
                 doc = run_worker("meta", worker_args(root, job), limit=limit)
                 found["worker_result"] = doc
                 found["tests"] = worker_tests(doc, job["files"])
@@ -371,15 +398,23 @@ def run(job: dict) -> dict:
 
 
 def summary(doc: dict) -> str:
-    """One line for the log."""
+    """One line for the log: each tool in the order it ran."""
     r, job = doc["result"], doc["job"]
-    rates = ", ".join(f"{t['test']} {t['ops_per_s']:.0f}/s" if t["ops_per_s"] else f"{t['test']} -" for t in r["tests"])
-    swap = (r.get("memory") or {}).get("swap_used_mb")
-    swap_text = f", swap {swap:.0f} MiB" if swap is not None else ""
-    again = len(r.get("reclaim_gave_up") or [])
-    again_text = f"; run again after {again} OOM kill(s) with swap room" if again else ""
-    return (f"{job['target']['name']} {r['tool']} w={job['working_set']:g} ({job['files']} files, "
-            f"limit {job['memory_limit_mb']} MiB{swap_text}{again_text}): {rates}")
+    where = f"{job['target']['name']} w={job['working_set']:g} rep {job['rep']} (limit {job['memory_limit_mb']} MiB)"
+    done = r.get("tools") or {}
+    if not done:
+        return f"{where}: {r['status']} ({r['reason']})"
+    parts = []
+    for tool in r["order"]:
+        t = done[tool]
+        rates = ", ".join(f"{x['test']} {x['ops_per_s']:.0f}/s" if x["ops_per_s"] else f"{x['test']} -" for x in t["tests"])
+        swap = (t.get("memory") or {}).get("swap_used_mb")
+        swap_text = f", swap {swap:.0f} MiB" if swap is not None else ""
+        again = len(t.get("reclaim_gave_up") or [])
+        again_text = f"; run again after {again} OOM kill(s) with swap room" if again else ""
+        status = "" if t["status"] == "ok" else f" {t['status']} ({t['reason']})"
+        parts.append(f"{t['tool']} ({t['files']} files{swap_text}{again_text}){status}: {rates}")
+    return f"{where}: " + "; then ".join(parts)
 
 
 # --------------------------------------------------------------------------
@@ -397,10 +432,13 @@ SCHEMA = {
     "step": pl.Int64,
     "test": pl.String,
     "rep": pl.Int64,
+    "position": pl.Int64,
+    "first_tool": pl.String,
     "ops": pl.Int64,
     "seconds": pl.Float64,
     "ops_per_s": pl.Float64,
     "cpu_pct": pl.Float64,
+    "cpu_us_per_op": pl.Float64,
     "p50_us": pl.Float64,
     "p99_us": pl.Float64,
     "max_us": pl.Float64,
@@ -419,11 +457,21 @@ SORT = ["target", "working_set", "tool", "rep", "step"]
 
 
 def rows(doc: dict) -> list[dict]:
-    """One row per test, in bonnie's order; tests that did not run have no numbers."""
+    """One row per tool and test, the tools in the order they ran, the tests in
+    bonnie's order; tests that did not run have no numbers."""
     result, job = doc["result"], doc["job"]
+    order = result.get("order") or job["tools"]
+    done = result.get("tools") or {}
+    return [row for position, tool in enumerate(order, start=1)
+            for row in _tool_rows(doc, tool, done.get(tool, result), position, TOOLS[order[0]])]
+
+
+def _tool_rows(doc: dict, tool: str, result: dict, position: int, first_tool: str) -> list[dict]:
+    job, top = doc["job"], doc["result"]
     substituted = (doc.get("target") or {}).get("substituted")
     memory = result.get("memory") or {}
     done = {t["test"]: t for t in result.get("tests", [])}
+    files = tool_files(job, tool)
     out = []
     for step, (test, _) in enumerate(TESTS, start=1):
         t = done.get(test)
@@ -433,11 +481,11 @@ def rows(doc: dict) -> list[dict]:
             status = "skipped" if result["status"] == "skipped" else "error"
             reason = result.get("reason") or "test not run"
         elif not t.get("complete", True):
-            status, reason = "error", result.get("reason") or f"{t['ops']} of {job['files']} files"
+            status, reason = "error", result.get("reason") or f"{t['ops']} of {files} files"
         elif t.get("too_fast"):
             status, reason = "ok", "bonnie++: under 500 ms, too fast to time (+++++)"
         else:
-            status, reason = "ok", result.get("loop_direct_io_note")
+            status, reason = "ok", top.get("loop_direct_io_note")
         t = t or {}
         out.append({
             "host": doc["machine"]["host"],
@@ -446,20 +494,24 @@ def rows(doc: dict) -> list[dict]:
             "filesystem": (doc.get("target") or {}).get("fs") or job["target"].get("fs"),
             "working_set": float(job["working_set"]),
             "working_set_label": working_set_label(job["working_set"]),
-            "files": job["files"],
-            "tool": TOOLS[job["tool"]],
+            "files": files,
+            "tool": TOOLS[tool],
             "step": step,
             "test": test,
             "rep": job["rep"],
+            # 1: this tool ran first in the job, on the target just made
+            "position": position,
+            "first_tool": first_tool,
             "ops": t.get("ops"),
             "seconds": t.get("seconds"),
             "ops_per_s": t.get("ops_per_s"),
             "cpu_pct": t.get("cpu_pct"),
+            "cpu_us_per_op": t.get("cpu_us_per_op"),
             "p50_us": t.get("p50_us"),
             "p99_us": t.get("p99_us"),
             "max_us": t.get("max_us"),
             "memory_limit_mb": job["memory_limit_mb"],
-            "loop_direct_io": result.get("loop_direct_io"),
+            "loop_direct_io": top.get("loop_direct_io"),
             "swap_used_mb": memory.get("swap_used_mb"),
             "peak_mb": memory.get("peak_mb"),
             "status": status,
