@@ -7,6 +7,36 @@ import os
 from pathlib import Path
 
 
+def conditions(docs: list[dict]) -> dict:
+    """Per study: how quiet its measured phases were, what was redone, and its cache state
+    (the study module's CACHE: ours and the original's)."""
+    from boatload.studies import NAMES, study
+
+    out = {}
+    for name in sorted({d["study"] for d in docs}):
+        runs = [d for d in docs if d["study"] == name]
+        records = [d["interference"] for d in runs if d.get("interference")]
+        phases = [p for r in records for p in r["phases"] if p.get("measured", True)]
+        seconds = sum(p["seconds"] for p in phases)
+        ours = sum(p["cpu_s"]["orchestrator"] + p["cpu_s"]["monitor"] for p in phases)
+        competing = [p["competing_cpu_s"] / p["seconds"] for p in phases if p["seconds"] >= 0.1]
+        cache = getattr(study(name), "CACHE", None) if name in NAMES else None
+        out[name] = {
+            "runs": len(runs),
+            "runs_with_record": len(records),
+            "measured_phases": len(phases),
+            "phase_seconds": seconds,
+            "redone_runs": sum(1 for r in records if r["redone"]),
+            "redone_attempts": sum(len(r["redone"]) for r in records),
+            "still_disturbed": sum(1 for r in records if r["disturbed"]),
+            "max_other_cpu": records[0]["settings"]["max_other_cpu"] if records else None,
+            "ours_share": ours / seconds if seconds else None,
+            "competing_max": max(competing, default=None),
+            "cache": cache,
+        }
+    return out
+
+
 def gather(raw: list[Path], config_path: str, scale: str, order_seed: int | None = None) -> dict:
     docs = [json.loads(Path(p).read_text()) for p in sorted(map(str, raw))]
     if not docs:
@@ -48,4 +78,5 @@ def gather(raw: list[Path], config_path: str, scale: str, order_seed: int | None
         "runs": len(docs),
         # The measurements ran in random.Random(order_seed).shuffle(sorted(jobs)) order.
         "order_seed": order_seed,
+        "conditions": conditions(docs),
     }

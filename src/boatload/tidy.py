@@ -60,3 +60,16 @@ def tidy(study_name: str, raw: list[Path], out: Path) -> pl.DataFrame:
     frame = pl.DataFrame(rows, schema=schema(study_name), orient="row").sort(study.SORT)
     write_atomic_with(out, frame.write_parquet)
     return frame
+
+
+def interference_note(frame: pl.DataFrame) -> str:
+    """One line for a notebook: how many runs were disturbed and redone (RUN_COLUMNS)."""
+    if "redone" not in frame.columns or frame["redone"].null_count() == frame.height:
+        return f"{frame.height} runs; none has an interference record (measured before boatload kept one)"
+    recorded = frame.filter(pl.col("redone").is_not_null())
+    redone = recorded.filter(pl.col("redone") > 0)
+    worst = recorded["competing_cpu_max"].max()
+    return (f"{frame.height} runs, {recorded.height} with an interference record: {redone.height} measured again "
+            f"after another process disturbed a timed phase ({int(recorded['redone'].sum())} disturbed attempts "
+            f"kept on record), {int(recorded['disturbed'].fill_null(False).sum())} still disturbed; the most CPU "
+            f"competing processes used in one phase: {100 * (worst or 0):.2f} % of one core")

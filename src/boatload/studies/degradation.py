@@ -417,3 +417,11 @@ def rows(doc: dict) -> list[dict]:
         out.append({**base, "stage": None, "extra_files": None, "files_on_disk": None, "op": None, "run": None,
                     "block": None, "bytes": None, "seconds": None, "mb_per_s": None})
     return out
+
+# Cold or warm (boatload.interference records it per phase; the paper states it).
+CACHE = {
+    "ours": "cold where it matters: every run on a file system made for it; the O_DIRECT write bypasses the "
+            "page cache, and the buffered read is of a file twice the memory limit, so most of it comes from "
+            "the device; no cache is dropped between stages",
+    "original": "not stated; the file was twice the machine's RAM, so its reads could not come from the cache",
+}

@@ -189,3 +189,9 @@ def rows(doc: dict) -> list[dict]:
     }]
 
 SORT = ["target", "method", "rep"]
+
+# Cold or warm (boatload.interference records it per phase; the paper states it).
+CACHE = {
+    "ours": "cold: each method makes its files on a file system made for the run; creation reads nothing",
+    "original": "not stated; each method made its files in a new tree",
+}

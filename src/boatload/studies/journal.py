@@ -214,3 +214,10 @@ def rows(doc: dict) -> list[dict]:
             "started_at": doc["started_at"],
         })
     return out
+
+# Cold or warm (boatload.interference records it per phase; the paper states it).
+CACHE = {
+    "ours": "create on a file system made for the run (cold); open, stat, read and delete follow on the same "
+            "files without dropping caches (warm), as bonnie++ and the original's sequence do",
+    "original": "not stated; its 250,000 files of 1 KB fit in the page cache of the machine",
+}
