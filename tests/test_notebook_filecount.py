@@ -5,6 +5,7 @@ file-count section builds from them."""
 
 from __future__ import annotations
 
+import statistics
 from functools import partial
 from pathlib import Path
 
@@ -160,18 +161,47 @@ def test_table(run, fixture_runs):
     assert set(table["threads"]) == {FX.THREADS} and set(table["xfer"]) == {FX.XFER}
 
 
-def test_peers_table(run, fixture_runs):
+def paired_jobs(runs: pl.DataFrame) -> dict:
+    """(target, mode, k) -> [(worker IOPS / fio IOPS, first tool, worker CPU/I/O, fio CPU/I/O)],
+    one entry per job in which both tools measured."""
+    m = measured(runs)
+    job = ["target", "mode", "files", "rep"]
+    both = m.filter(pl.col("tool") == WORKER).join(m.filter(pl.col("tool") == "fio"), on=job, suffix="_fio")
+    out: dict = {}
+    for r in both.iter_rows(named=True):
+        out.setdefault((r["target"], r["mode"], r["files"]), []).append(
+            (r["iops"] / r["iops_fio"], r["first_tool"], r["cpu_us_per_op"], r["cpu_us_per_op_fio"]))
+    return out
+
+
+def test_peers_table_pairs_rows_of_the_same_job(run, fixture_runs):
     peers = pl.read_csv(run["results"] / "tables" / f"{STUDY}-peers.csv")
-    want = expected_points(fixture_runs)
-    keys = {(t, m, k) for (t, m, tool, k) in want if tool == WORKER and (t, m, "fio", k) in want}
-    assert {(r["target"], r["mode"], r["files"]) for r in peers.iter_rows(named=True)} == keys
+    pairs = pl.read_csv(run["results"] / "tables" / f"{STUDY}-pairs.csv")
+    want = paired_jobs(fixture_runs)
+    assert {(r["target"], r["mode"], r["files"]) for r in peers.iter_rows(named=True)} == set(want)
+    assert pairs.height == sum(len(v) for v in want.values())
     for r in peers.iter_rows(named=True):
-        w, f = want[(r["target"], r["mode"], WORKER, r["files"])], want[(r["target"], r["mode"], "fio", r["files"])]
-        assert r["worker_over_fio"] == pytest.approx(w["iops"] / f["iops"])
+        jobs = want[(r["target"], r["mode"], r["files"])]
+        assert r["pairs"] == len(jobs)
+        assert r["worker_over_fio"] == pytest.approx(statistics.median(j[0] for j in jobs))
+        assert r["worker_first"] == sum(j[1] == WORKER for j in jobs)
+        assert r["worker_cpu_us_per_op"] == pytest.approx(statistics.median(j[2] for j in jobs))
+        assert r["fio_cpu_us_per_op"] == pytest.approx(statistics.median(j[3] for j in jobs))
         assert r["low"] <= r["worker_over_fio"] <= r["high"]
+    # the failed fio run (xfs, k = 3, O_DIRECT, rep 2) leaves its job's worker run unpaired
+    assert peers.filter((pl.col("target") == "xfs") & (pl.col("mode") == "direct") & (pl.col("files") == 3))["pairs"].to_list() == [2]
+    # each pair: one tool first, the other second, as the job recorded it
+    for r in pairs.iter_rows(named=True):
+        assert {r["worker_position"], r["fio_position"]} == {1, 2}
+        assert (r["worker_position"] == 1) == (r["first_tool"] == WORKER)
     s = summary_of(run["results"])
     assert s["peers"]["all"]["points"] == peers.height
     assert s["peers"]["all"]["min"] == pytest.approx(peers["worker_over_fio"].min())
+    assert s["peers"]["jobs"]["points"] == pairs.height
+    assert sum(s["peers"]["by_first"][t]["points"] for t in ("worker", "fio")) == pairs.height
+    cpu = {(c["target"], c["mode"]): c for c in s["peers"]["cpu"]}
+    assert cpu[("ext4", "buffered")]["fio_cpu_over_worker"] == pytest.approx(
+        FX.CPU_US_PER_OP["fio"] / FX.CPU_US_PER_OP[WORKER])
 
 
 def test_summary(run):
@@ -218,6 +248,10 @@ def test_paper_section(run, tmp_path):
     assert "You can see that we double IOPS" in text
     assert "5,410" in text and "10,100" in text  # the original's means, three figures
     assert f"Over the {s['peers']['all']['points']} points measured by both tools" in text
+    flat = " ".join(text.split())
+    # the measured cause beside the ratio: each tool's CPU per I/O, and the order
+    assert "Each tool's CPU time per I/O" in flat and "ext4 buffered 1.60 µs for the worker and 1.90 µs for fio" in flat
+    assert "With the worker first the median ratio was" in flat
 
 
 # --- every run skipped (no root) ------------------------------------------------
@@ -302,7 +336,9 @@ def test_one_repetition_is_sampled_by_intervals(one_rep):
     for r in peers.iter_rows(named=True):
         key = (r["target"], r["mode"], r["files"])
         assert r["worker_over_fio"] == pytest.approx(run_iops[(*key[:2], WORKER, key[2])] / run_iops[(*key[:2], "fio", key[2])])
-        assert r["low"] is None and r["high"] is None
+        assert r["low"] is None and r["high"] is None and r["pairs"] == 1
+    # run once, half the points ran fio first (k + rep odd)
+    assert peers["worker_first"].sum() == peers.height // 2
 
 
 def test_paper_section_one_repetition(one_rep, tmp_path):
