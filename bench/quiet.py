@@ -71,7 +71,8 @@ def many_config(ci: dict, jobs: int) -> dict:
 
 def run_workflow(workdir: Path, configfile: str) -> tuple[float, int]:
     env = {**os.environ, "BOATLOAD_ROOT": str(workdir), "BOATLOAD_SCRATCH": str(workdir / "results" / "scratch"),
-           "BOATLOAD_WORKER": str(ROOT / "native" / "build" / "boatload-worker")}
+           "BOATLOAD_WORKER": str(ROOT / "native" / "build" / "boatload-worker"),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "snakemake", "--configfile", configfile, "--cores", "2"],
                           cwd=workdir, env=env, capture_output=True, text=True)

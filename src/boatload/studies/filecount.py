@@ -391,3 +391,10 @@ def rows(doc: dict) -> list[dict]:
             "started_at": doc["started_at"],
         })
     return out
+
+# Cold or warm (boatload.interference records it per phase; the paper states it).
+CACHE = {
+    "ours": "warm: each tool's files are laid out (written and synced) right before it runs, on a file system "
+            "made for the job, so buffered I/O finds them in the page cache; O_DIRECT bypasses the cache",
+    "original": "not stated; the files were made with mkfile before the runs",
+}

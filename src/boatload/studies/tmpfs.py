@@ -521,3 +521,10 @@ def _tool_rows(doc: dict, tool: str, result: dict, position: int, first_tool: st
             "started_at": doc["started_at"],
         })
     return out
+
+# Cold or warm (boatload.interference records it per phase; the paper states it).
+CACHE = {
+    "ours": "warm by design, as bonnie++: each test follows the one before on the same files without dropping "
+            "caches; the memory limit decides how much stays cached",
+    "original": "bonnie++ -n, whose tests run back to back on the same files (warm)",
+}
