@@ -16,10 +16,10 @@ writes (pwrite), for D seconds, buffered (--direct 0) or O_DIRECT (1).
                 --direct=0|1 --time_based --runtime=D*1000ms --file_service_type=random
                 --norandommap --randrepeat=0 --randseed=1 --invalidate=0 --fadvise_hint=0
                 --allow_file_create=0 --disable_lat=1 --clat_percentiles=1
-                --group_reporting --unified_rw_reporting=both --output-format=json
+                --disable_bw_measurement=1 --group_reporting --unified_rw_reporting=both --output-format=json
             (all 64 jobs share the N files, like the worker's threads; psync = one
             pread/pwrite per I/O per thread)
-    fio+lat: the same without `--disable_lat=1 --clat_percentiles=1`: fio's
+    fio+lat: the same without `--disable_lat=1 --clat_percentiles=1 --disable_bw_measurement=1`: fio's
             default statistics, for information (not in the goal)
 
 Every run, of either tool, gets N fresh files in a fresh directory, laid out

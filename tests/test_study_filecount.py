@@ -58,10 +58,11 @@ def test_fio_shares_the_same_k_files_among_all_threads(tmp_path):
     assert "--filename=f000:f001:f002" in argv
     assert {"--numjobs=64", "--thread", "--ioengine=psync", "--rw=randrw", "--rwmixread=70", "--bs=8192",
             "--direct=1", "--runtime=500ms", "--file_service_type=random", "--allow_file_create=0",
-            "--disable_lat=1", "--clat_percentiles=1"} <= set(argv)
+            "--disable_lat=1", "--clat_percentiles=1", "--disable_bw_measurement=1"} <= set(argv)
     stock = fio.randrw_argv(tmp_path, 3, 4 << 20, threads=64, xfer=8192, read_pct=70, duration_s=0.5,
                             direct=True, seed=7, default_latency=True)
-    assert set(argv) - set(stock) == {"--disable_lat=1", "--clat_percentiles=1"} and set(stock) < set(argv)
+    assert set(argv) - set(stock) == {"--disable_lat=1", "--clat_percentiles=1", "--disable_bw_measurement=1"}
+    assert set(stock) < set(argv)
     assert fio.file_names(1001)[-1] == "f1000" and fio.file_names(12)[0] == "f000"
 
 

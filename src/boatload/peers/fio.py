@@ -8,7 +8,7 @@ k files, as the worker runs it:
         --direct=0|1 --time_based --runtime=D --file_service_type=random
         --norandommap --randrepeat=0 --randseed=SEED --invalidate=0
         --fadvise_hint=0 --allow_file_create=0 --disable_lat=1 --clat_percentiles=1
-        --group_reporting --unified_rw_reporting=both --output-format=json
+        --disable_bw_measurement=1 --group_reporting --unified_rw_reporting=both --output-format=json
 
 - `--filename` lists the k files by name (the worker's names, `f000`...), so
   all T jobs (threads) open the SAME k files, not T x k files of their own;
@@ -30,7 +30,14 @@ k files, as the worker runs it:
   statistic of the same I/O, the total latency, which with psync repeats the
   completion latency. (Dropping it did not measurably change fio's IOPS,
   even on buffered tmpfs where both tools are CPU-bound: bench/README.md.)
-  `default_latency=True` puts it back, for the bench's control row.
+- `--disable_bw_measurement=1`: fio counts throughput as the worker does,
+  from its totals (IOPS = I/Os over the run time); by default every thread
+  also adds a bandwidth and an IOPS sample after each I/O, its own
+  bookkeeping, which the worker leaves to one sampling thread. It changes
+  nothing in the I/O fio does; where both tools are CPU-bound it was fio's
+  extra CPU per I/O (bench/README.md, "fio's per-I/O bookkeeping").
+  `default_latency=True` puts both back (fio's default statistics), for the
+  bench's control row.
 - `--group_reporting` sums the T jobs; `--unified_rw_reporting=both` adds a
   "mixed" section with the latency of reads and writes together.
 """
@@ -81,7 +88,7 @@ def randrw_argv(
         "--time_based", f"--runtime={runtime_ms}ms", "--file_service_type=random",
         "--norandommap", "--randrepeat=0", f"--randseed={seed}", "--invalidate=0", "--fadvise_hint=0",
         "--allow_file_create=0",
-        *([] if default_latency else ["--disable_lat=1", "--clat_percentiles=1"]),
+        *([] if default_latency else ["--disable_lat=1", "--clat_percentiles=1", "--disable_bw_measurement=1"]),
         "--group_reporting", "--unified_rw_reporting=both", "--output-format=json",
     ]
 
