@@ -56,3 +56,11 @@ def one_by_one(parent: Path, tools: list[str], measure: Callable[[Path, str], di
 def free_mb_of(path: Path) -> float:
     st = os.statvfs(path)
     return st.f_bavail * st.f_frsize / 2**20
+
+
+def summary_line(where: str, result: dict, describe: Callable[[str, dict], str]) -> str:
+    """The log line of a paired job: `where`, then `describe(tool, its result)` per tool in run order."""
+    done = result.get("tools") or {}
+    if not done:
+        return f"{where}: {result['status']} ({result['reason']})"
+    return f"{where}: " + "; then ".join(describe(tool, done[tool]) for tool in result["order"])

@@ -284,21 +284,17 @@ def run(job: dict) -> dict:
 
 def summary(doc: dict) -> str:
     """One line for the log: each tool in the order it ran."""
-    r, job = doc["result"], doc["job"]
+    job = doc["job"]
     where = f"{job['target']['name']} k={job['files']} {job['mode']} rep {job['rep']}"
-    done = r.get("tools") or {}
-    if not done:
-        return f"{where}: {r['status']} ({r['reason']})"
-    parts = []
-    for tool in r["order"]:
-        t = done[tool]
-        if t["status"] != "ok":
-            parts.append(f"{tool} {t['status']} ({t['reason']})")
-            continue
-        cpu = f", {t['cpu_us_per_op']:.2f} us CPU/I/O" if t.get("cpu_us_per_op") is not None else ""
-        parts.append(f"{tool} {t['iops']:,.0f} IOPS ({t['read_pct_measured']:.1f} % reads, "
-                     f"latency mean {t['lat_mean_us']:.1f} us{cpu})")
-    return f"{where}: " + "; then ".join(parts)
+    return adjacent.summary_line(where, doc["result"], _describe)
+
+
+def _describe(tool: str, t: dict) -> str:
+    if t["status"] != "ok":
+        return f"{tool} {t['status']} ({t['reason']})"
+    cpu = f", {t['cpu_us_per_op']:.2f} us CPU/I/O" if t.get("cpu_us_per_op") is not None else ""
+    return (f"{tool} {t['iops']:,.0f} IOPS ({t['read_pct_measured']:.1f} % reads, "
+            f"latency mean {t['lat_mean_us']:.1f} us{cpu})")
 
 
 SCHEMA = {

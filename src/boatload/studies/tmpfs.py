@@ -399,22 +399,19 @@ def run(job: dict) -> dict:
 
 def summary(doc: dict) -> str:
     """One line for the log: each tool in the order it ran."""
-    r, job = doc["result"], doc["job"]
+    job = doc["job"]
     where = f"{job['target']['name']} w={job['working_set']:g} rep {job['rep']} (limit {job['memory_limit_mb']} MiB)"
-    done = r.get("tools") or {}
-    if not done:
-        return f"{where}: {r['status']} ({r['reason']})"
-    parts = []
-    for tool in r["order"]:
-        t = done[tool]
-        rates = ", ".join(f"{x['test']} {x['ops_per_s']:.0f}/s" if x["ops_per_s"] else f"{x['test']} -" for x in t["tests"])
-        swap = (t.get("memory") or {}).get("swap_used_mb")
-        swap_text = f", swap {swap:.0f} MiB" if swap is not None else ""
-        again = len(t.get("reclaim_gave_up") or [])
-        again_text = f"; run again after {again} OOM kill(s) with swap room" if again else ""
-        status = "" if t["status"] == "ok" else f" {t['status']} ({t['reason']})"
-        parts.append(f"{t['tool']} ({t['files']} files{swap_text}{again_text}){status}: {rates}")
-    return f"{where}: " + "; then ".join(parts)
+    return adjacent.summary_line(where, doc["result"], _describe)
+
+
+def _describe(tool: str, t: dict) -> str:
+    rates = ", ".join(f"{x['test']} {x['ops_per_s']:.0f}/s" if x["ops_per_s"] else f"{x['test']} -" for x in t["tests"])
+    swap = (t.get("memory") or {}).get("swap_used_mb")
+    swap_text = f", swap {swap:.0f} MiB" if swap is not None else ""
+    again = len(t.get("reclaim_gave_up") or [])
+    again_text = f"; run again after {again} OOM kill(s) with swap room" if again else ""
+    status = "" if t["status"] == "ok" else f" {t['status']} ({t['reason']})"
+    return f"{t['tool']} ({t['files']} files{swap_text}{again_text}){status}: {rates}"
 
 
 # --------------------------------------------------------------------------
