@@ -8,7 +8,8 @@ k files, as the worker runs it:
         --direct=0|1 --time_based --runtime=D --file_service_type=random
         --norandommap --randrepeat=0 --randseed=SEED --invalidate=0
         --fadvise_hint=0 --allow_file_create=0 --disable_lat=1 --clat_percentiles=1
-        --disable_bw_measurement=1 --group_reporting --unified_rw_reporting=both --output-format=json
+        --disable_bw_measurement=1 --iomem_align=4096 --scramble_buffers=0
+        --group_reporting --unified_rw_reporting=both --output-format=json
 
 - `--filename` lists the k files by name (the worker's names, `f000`...), so
   all T jobs (threads) open the SAME k files, not T x k files of their own;
@@ -38,6 +39,12 @@ k files, as the worker runs it:
   extra CPU per I/O (bench/README.md, "fio's per-I/O bookkeeping").
   `default_latency=True` puts both back (fio's default statistics), for the
   bench's control row.
+- `--iomem_align=4096 --scramble_buffers=0`: fio's I/O buffers as the
+  worker's, page-aligned (fio aligns them only for O_DIRECT by default, and
+  the kernel's copy into and out of an unaligned buffer costs more system
+  time per I/O), each thread writing its one buffer as it is (by default fio
+  changes a few bytes of the buffer before every write, to defeat
+  deduplication). The I/O, offsets and sizes are the same either way.
 - `--group_reporting` sums the T jobs; `--unified_rw_reporting=both` adds a
   "mixed" section with the latency of reads and writes together.
 """
@@ -87,7 +94,7 @@ def randrw_argv(
         "--rw=randrw", f"--rwmixread={read_pct:g}", f"--bs={xfer}", f"--direct={int(direct)}",
         "--time_based", f"--runtime={runtime_ms}ms", "--file_service_type=random",
         "--norandommap", "--randrepeat=0", f"--randseed={seed}", "--invalidate=0", "--fadvise_hint=0",
-        "--allow_file_create=0",
+        "--allow_file_create=0", "--iomem_align=4096", "--scramble_buffers=0",
         *([] if default_latency else ["--disable_lat=1", "--clat_percentiles=1", "--disable_bw_measurement=1"]),
         "--group_reporting", "--unified_rw_reporting=both", "--output-format=json",
     ]
