@@ -333,16 +333,30 @@ def _cache_state(first: bool) -> dict:
 
 
 def _top(before: Snapshot, after: Snapshot, start, end, n: int = 3) -> list[dict]:
-    """The other processes and kernel threads that used the most CPU during the phase."""
+    """The n competing processes and the two kernel threads that used the most CPU during the phase.
+
+    `cpu_s` is a process's own CPU; `children_s` that of its children that
+    exited during the phase (counted at the parent that reaped them: a
+    short-lived process leaves no other trace in /proc)."""
+    gone: dict[int, int] = {}  # parent -> CPU, at the start, of its children gone by the end
+    for pid, p in before.procs.items():
+        if pid not in after.procs:
+            gone[p.ppid] = gone.get(p.ppid, 0) + p.cpu_ticks
     rows = []
     for cls in ("other_processes", "kernel_threads", "orchestrator"):
         for pid in end[cls]:
             p = after.procs[pid]
             was = before.procs.get(pid)
-            ticks = p.own_ticks - (was.own_ticks if was and was.started == p.started else 0)
-            if ticks > 0:
-                rows.append({"pid": pid, "comm": p.comm, "kind": cls, "cpu_s": round(ticks * TICK_S, 3)})
-    return sorted(rows, key=lambda r: -r["cpu_s"])[:n]
+            if was and was.started != p.started:
+                was = None
+            own = p.own_ticks - (was.own_ticks if was else 0)
+            children = (p.cpu_ticks - p.own_ticks) - ((was.cpu_ticks - was.own_ticks) if was else 0) - gone.get(pid, 0)
+            if own > 0 or children > 0:
+                rows.append({"pid": pid, "comm": p.comm, "kind": cls, "cpu_s": round(own * TICK_S, 3),
+                             "children_s": round(max(children, 0) * TICK_S, 3)})
+    rows.sort(key=lambda r: -(r["cpu_s"] + r["children_s"]))
+    # the competing processes first (they decide "disturbed"), then the kernel threads
+    return [r for r in rows if r["kind"] != "kernel_threads"][:n] + [r for r in rows if r["kind"] == "kernel_threads"][:2]
 
 
 def _others_io(before: Snapshot, after: Snapshot, start, end) -> dict:

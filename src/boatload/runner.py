@@ -79,9 +79,14 @@ def _disturbance(records: list[dict]) -> str | None:
     worst = max((r for r in records if r["disturbed"]), key=lambda r: r["competing_cores"] or 0, default=None)
     if worst is None:
         return None
-    who = ", ".join(f"{t['comm']} {t['cpu_s']:.2f} s" for t in worst["top_others"]) or "no live process"
+    competing = [t for t in worst["top_others"] if t["kind"] != "kernel_threads"]
+    who = ", ".join(f"{t['comm']} {t['cpu_s']:.2f} s" + (f" (+{t['children_s']:.2f} s its exited children)"
+                                                          if t["children_s"] else "") for t in competing)
+    if worst["cpu_s"]["monitor"]:
+        who = ", ".join(filter(None, [who, f"this run's monitor {worst['cpu_s']['monitor']:.2f} s"]))
     return (f"{worst['tool']} phase {worst['phase']}: other processes used "
-            f"{100 * worst['competing_cores']:.1f} % of one core (limit {100 * worst['max_other_cpu']:g} %; {who})")
+            f"{100 * worst['competing_cores']:.1f} % of one core (limit {100 * worst['max_other_cpu']:g} %; "
+            f"{who or 'processes that exited before the phase ended'})")
 
 
 def run_job(study: str, job: dict, measure: Measure, *, fallback_without_root: bool = True) -> dict:

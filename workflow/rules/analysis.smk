@@ -3,7 +3,7 @@
 rule tidy:
     input:
         runs=lambda w: raw_runs(w.study),
-        after=LAST_RUN,
+        after=last_pending_run,
     output:
         f"{RUNS}/{{study}}.parquet",
     wildcard_constraints:

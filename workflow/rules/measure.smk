@@ -2,6 +2,7 @@
 # The study modules (boatload.studies.*) turn the config into jobs; this rule
 # only runs them, so all studies share provisioning, teardown and provenance.
 
+import os
 import random
 
 JOBS = {
@@ -28,19 +29,30 @@ def raw_runs(name):
     return [raw_run(name, *key) for key in JOBS[name]]
 
 
-# The measurements form one chain in that order: each waits for the run
-# before it. So exactly one measurement is ever ready, it is running, and
-# Snakemake's scheduler has nothing to select and sleeps until it ends
-# (with many ready jobs it wakes every second and re-evaluates all of them,
-# using CPU beside the measurement). `ancient`: the link orders runs, it
-# does not make a rerun of one measurement rerun all later ones.
+# The runs still to measure form one chain in that order: each waits for the
+# pending run before it. So exactly one measurement is ever ready, it is
+# running, and Snakemake's scheduler has nothing to select and sleeps until
+# it ends (with many ready jobs it wakes every second and re-evaluates all of
+# them, using CPU beside the measurement). Only runs whose raw result is
+# missing are linked: a run that exists is never made to wait or to rerun
+# because another one is measured again (a link to a run that will be made
+# counts as an updated input, `ancient` or not). A run measured again while
+# its result exists (changed params, --forcerun) is not in the chain.
+PENDING = [key for key in ORDER if not os.path.exists(raw_run(*key))]
+PREVIOUS_PENDING = dict(zip(PENDING[1:], PENDING))
+
+
 def previous_run(w):
-    i = POSITION[(w.study, w.target, w.point, int(w.rep))]
-    return ancient(raw_run(*ORDER[i - 1])) if i else []
+    key = (w.study, w.target, w.point, int(w.rep))
+    return raw_run(*PREVIOUS_PENDING[key]) if key in PREVIOUS_PENDING else []
 
 
-# Analysis starts after the last measurement, so nothing of ours runs beside one.
-LAST_RUN = ancient(raw_run(*ORDER[-1])) if ORDER else []
+# The analysis of a study with runs to measure starts after the last of them
+# (of every study), so nothing of ours runs beside a measurement.
+def last_pending_run(w):
+    if PENDING and any(key[0] == w.study for key in PENDING):
+        return raw_run(*PENDING[-1])
+    return []
 
 
 rule measure:
