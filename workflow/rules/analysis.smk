@@ -6,6 +6,8 @@ rule tidy:
         after=last_pending_run,
     output:
         f"{RUNS}/{{study}}.parquet",
+    params:
+        runs=lambda w: raw_runs(w.study),  # a run taken out of the config reruns this
     wildcard_constraints:
         study="|".join(STUDIES),
     shell:
@@ -18,6 +20,7 @@ rule provenance:
     output:
         "results/provenance.json",
     params:
+        runs=[run for name in STUDIES for run in raw_runs(name)],  # a run taken out reruns this
         config=CONFIGFILE,
         scale=config["scale"],
         seed=config["seed"],
