@@ -107,6 +107,17 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
     assert "Nothing to be done" in second.stdout + second.stderr
     assert elapsed < 10
 
+    # Measuring one run again measures that run only: the chain links runs
+    # still to measure, never one that exists to one measured again.
+    again = sorted((host / "forest").rglob("rep1.json"))[0]
+    again.unlink()
+    (host / "forest.parquet").unlink()
+    plan = snakemake(workdir, "--configfile", "config/ci.yaml", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert any(line.split() == ["measure", "1"] for line in plan.stdout.splitlines()), plan.stdout
+    assert snakemake(workdir, "--configfile", "config/ci.yaml").returncode == 0
+    assert again.exists()
+
     # One figure: only that study's notebook, its blog page and the paper run again.
     before = pdf.stat().st_mtime_ns
     figure = subprocess.run(
