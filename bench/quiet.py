@@ -53,7 +53,7 @@ def clone(into: Path) -> Path:
 
 def unchain(workdir: Path) -> None:
     """The control: measurements without the chain, analysis without waiting for the last run."""
-    for rules, link in (("measure.smk", "        previous=previous_run,\n"), ("analysis.smk", "        after=last_pending_run,\n")):
+    for rules, link in (("measure.smk", "        previous=previous_run,\n"), ("analysis.smk", "        after=LAST_PENDING_RUN,\n")):
         path = workdir / "workflow" / "rules" / rules
         text = path.read_text()
         if link not in text:

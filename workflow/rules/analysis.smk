@@ -3,7 +3,7 @@
 rule tidy:
     input:
         runs=lambda w: raw_runs(w.study),
-        after=last_pending_run,
+        after=LAST_PENDING_RUN,
     output:
         f"{RUNS}/{{study}}.parquet",
     params:

@@ -47,12 +47,10 @@ def previous_run(w):
     return raw_run(*PREVIOUS_PENDING[key]) if key in PREVIOUS_PENDING else []
 
 
-# The analysis of a study with runs to measure starts after the last of them
-# (of every study), so nothing of ours runs beside a measurement.
-def last_pending_run(w):
-    if PENDING and any(key[0] == w.study for key in PENDING):
-        return raw_run(*PENDING[-1])
-    return []
+# While any run is still to measure, the analysis (every tidy table, and so
+# every notebook) waits for the last of them, so nothing of ours runs beside a
+# measurement; with nothing to measure it waits for nothing.
+LAST_PENDING_RUN = raw_run(*PENDING[-1]) if PENDING else []
 
 
 rule measure:
