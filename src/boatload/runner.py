@@ -82,8 +82,6 @@ def _disturbance(records: list[dict]) -> str | None:
     competing = [t for t in worst["top_others"] if t["kind"] != "kernel_threads"]
     who = ", ".join(f"{t['comm']} {t['cpu_s']:.2f} s" + (f" (+{t['children_s']:.2f} s its exited children)"
                                                           if t["children_s"] else "") for t in competing)
-    if worst["cpu_s"]["monitor"]:
-        who = ", ".join(filter(None, [who, f"this run's monitor {worst['cpu_s']['monitor']:.2f} s"]))
     return (f"{worst['tool']} phase {worst['phase']}: other processes used "
             f"{100 * worst['competing_cores']:.1f} % of one core (limit {100 * worst['max_other_cpu']:g} %; "
             f"{who or 'processes that exited before the phase ended'})")
