@@ -25,7 +25,8 @@ import pytest
 from boatload import memlimit
 from boatload.ledger import Ledger
 from boatload.memlimit import MemoryLimitError, MemoryLimitNeedsRoot, memory_limit
-from boatload.targets import NeedsRoot, cleanup
+from boatload.cleanup import cleanup
+from boatload.targets import NeedsRoot
 
 IS_ROOT = os.geteuid() == 0
 root = pytest.mark.skipif(not IS_ROOT, reason="needs root (cgroups, swapon)")

@@ -24,10 +24,10 @@ import pytest
 from boatload import targets
 from boatload.ledger import Ledger
 from boatload.signals import Terminated, deferred_signals, signals_as_exceptions
+from boatload.cleanup import cleanup
 from boatload.targets import (
     TargetError,
     TargetSpec,
-    cleanup,
     needs_root,
     parse_target,
     provision,
@@ -681,7 +681,8 @@ def test_non_root_dir_works(nobody_scratch):
         """
         import os, sys
         from pathlib import Path
-        from boatload.targets import cleanup, parse_target, provision
+        from boatload.cleanup import cleanup
+        from boatload.targets import parse_target, provision
         with provision(parse_target("home", {"kind": "dir"}), Path(sys.argv[1])) as t:
             (t.path / "f").write_text("x")
             print(t.path, os.stat(t.path).st_uid)

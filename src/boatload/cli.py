@@ -60,7 +60,7 @@ def _cmd_provenance(args: argparse.Namespace) -> int:
 
 def _cmd_cleanup(args: argparse.Namespace) -> int:
     from boatload.paths import scratch_dir
-    from boatload.targets import cleanup
+    from boatload.cleanup import cleanup
 
     scratch = Path(args.scratch) if args.scratch else scratch_dir()
     if not scratch.exists():

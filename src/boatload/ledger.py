@@ -10,7 +10,7 @@
 A resource is recorded *before* it is created, so a process killed at any
 point leaves a line that says what might exist. Every append is one write(2)
 under an exclusive flock, followed by fsync. Lines that do not parse (a
-damaged file) are skipped when reading; `boatload.targets.cleanup` also scans
+damaged file) are skipped when reading; `boatload.cleanup` also scans
 the system, so it does not depend on the ledger alone.
 
 `path` is what identifies the resource: the image file for "image" (under

@@ -33,7 +33,7 @@ Which cgroup:
   subtree would do, else MemoryLimitError; the message says what was found.
 
 Everything is recorded in the ledger (kinds "cgroup" and "swap") before it
-is created; `find_leftovers()` is what `boatload.targets.cleanup` uses to
+is created; `find_leftovers()` is what `boatload.cleanup` uses to
 undo the leftovers of killed runs: cgroups recorded in the ledger, or named
 `boatload-<pid>-<rand>` with a dead pid, and swap files under
 `<scratch>/swap/`.
@@ -728,7 +728,7 @@ def _setup_swap(scratch: Path, size: int, ledger, undo, prov, tools) -> Path:
 
 
 # --------------------------------------------------------------------------
-# leftovers (for boatload.targets.cleanup)
+# leftovers (for boatload.cleanup)
 
 
 def _is_boatload_cgroup(path: Path) -> bool:

@@ -34,7 +34,7 @@ does not skip the others.
 Safety: every resource is recorded in `<scratch>/ledger.jsonl` before it is
 created (see boatload.ledger); only paths we created under the scratch
 directory are touched; an image is formatted only after checking that the loop
-device is backed by the very inode we created with O_EXCL. `cleanup(scratch)`
+device is backed by the very inode we created with O_EXCL. `boatload.cleanup.cleanup(scratch)`
 undoes leftovers of killed runs, from the ledger and from a scan of
 /proc/self/mountinfo, `losetup` and the scratch directory.
 
@@ -61,7 +61,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from boatload.ledger import Ledger, pid_alive
+from boatload.ledger import Ledger
 from boatload.signals import deferred_signals, signals_as_exceptions
 from boatload.tools import TOOLS
 
@@ -73,7 +73,6 @@ __all__ = [
     "needs_root",
     "Provisioned",
     "provision",
-    "cleanup",
     "set_loop_direct_io",
     "KINDS",
     "FILESYSTEMS",
@@ -1087,232 +1086,6 @@ def _verify_loop(spec, ledger, rid, image, fd, device, losetup) -> None:
 
 # --------------------------------------------------------------------------
 # cleanup of leftovers
-
-
-def cleanup(scratch: Path, force: bool = False) -> list[str]:
-    """Undo what killed runs left under `scratch`; one human line per action.
-
-    Finds leftovers in the ledger (not released, and the creating process is
-    gone) and by scanning /proc/self/mountinfo (mount points in
-    `<scratch>/mnt/`), `losetup` (loop devices backed by files in
-    `<scratch>/images/` or in this scratch's `/dev/shm/boatload-<hash>/`) and
-    the scratch directory itself (our image files, mount points and
-    directories whose pid, in their name, is gone). Memory limits' cgroups and
-    swap files are found and undone first (see boatload.memlimit), since
-    processes left in a cgroup may hold a mount busy. A loop device whose write
-    cache we changed gets its old setting back before it is detached. With
-    `force=True` live processes' resources go too. Never touches anything
-    outside the scratch directory except our cgroups and log images. Raises
-    NeedsRoot if mounts, loop devices, cgroups or swap need undoing and we are
-    not root (before doing anything), and TargetError (with `.done`, the lines
-    of what did succeed) if some step failed.
-    """
-    from boatload import memlimit  # memlimit builds on this module
-
-    scratch = Path(scratch).resolve()
-    mnt_dir, img_dir, dirs_dir = scratch / "mnt", scratch / "images", scratch / "dirs"
-    shm_dir = _shm_dir(scratch)
-    shm_ours = _own_private_dir(shm_dir)
-    # a /dev/shm directory of that name that is not our private one: touch nothing in it
-    shm_foreign = os.path.lexists(shm_dir) and not shm_ours
-    image_dirs = (img_dir,) if shm_foreign else (img_dir, shm_dir)
-    ledger = Ledger(scratch)
-    resources = {rid: r for rid, r in ledger.resources().items() if not r.released}
-
-    def dead(pid, start=None) -> bool:
-        return force or not pid_alive(pid, start)
-
-    # pid start times the ledger knows, by path (for the scan)
-    starts = {}
-    for r in ledger.resources().values():
-        starts.setdefault(r.path, (r.pid, r.pid_start))
-
-    def dead_by_name(name: str, regex, path: str) -> bool:
-        if force:
-            return True
-        m = regex.match(name)
-        if not m:
-            return False  # not our naming: only with force
-        pid = int(m["pid"])
-        lpid, lstart = starts.get(path, (None, None))
-        return not pid_alive(pid, lstart if lpid == pid else None)
-
-    mounts: dict[str, list[str]] = {}  # mount point -> ledger ids
-    images: dict[str, list[str]] = {}  # image path -> ledger ids (loop ids included)
-    mountdirs: dict[str, list[str]] = {}
-    dirs: dict[str, list[str]] = {}
-    inodes: dict[str, tuple[int, int]] = {}
-    live: set[str] = set()
-
-    write_caches: dict[str, str] = {}  # image backing a loop device -> write cache to put back
-    for rid, r in resources.items():
-        p = Path(r.path)
-        expected = {"image": image_dirs, "loop": image_dirs, "mount": (mnt_dir,), "dir": (dirs_dir,)}.get(r.kind)
-        if expected is None or p.parent not in expected:
-            continue  # another kind (memlimit's), or not under this scratch directory: never ours to touch
-        if not dead(r.pid, r.pid_start):
-            live.add(r.path)
-            continue
-        if r.kind in ("image", "loop"):
-            images.setdefault(r.path, []).append(rid)
-            if r.kind == "loop" and r.facts.get("write_cache_before") in WRITE_CACHE:
-                write_caches[r.path] = r.facts["write_cache_before"]
-        elif r.kind == "mount":
-            mounts.setdefault(r.path, []).append(rid)
-            mountdirs.setdefault(r.path, []).append(rid)
-        else:
-            dirs.setdefault(r.path, []).append(rid)
-        if isinstance(r.facts.get("inode"), int) and isinstance(r.facts.get("dev"), int):
-            inodes[r.path] = (r.facts["inode"], r.facts["dev"])
-
-    # the scan: what exists, whatever the ledger says
-    for e in _mountinfo():
-        p = Path(e.mount_point)
-        if p.parent == mnt_dir and e.mount_point not in live and dead_by_name(p.name, MOUNT_RE, e.mount_point):
-            mounts.setdefault(e.mount_point, [])
-            mountdirs.setdefault(e.mount_point, [])
-    losetup = _find_tool("losetup")
-    loops = {}  # device -> image
-    for d in _loop_devices(losetup):
-        back = d["back-file"]
-        if not back or Path(back).parent not in image_dirs or back in live:
-            continue
-        if back in images or dead_by_name(Path(back).name, IMAGE_RE, back):
-            loops[d["name"]] = back
-            images.setdefault(back, [])
-    scans = [(img_dir, IMAGE_RE, images), (mnt_dir, MOUNT_RE, mountdirs), (dirs_dir, DIR_RE, dirs)]
-    if shm_ours:
-        scans.append((shm_dir, IMAGE_RE, images))
-    for sub, regex, table in scans:
-        try:
-            names = sorted(os.listdir(sub))
-        except OSError:
-            continue
-        for n in names:
-            p = str(sub / n)
-            if p not in live and p not in table and regex.match(n) and dead_by_name(n, regex, p):
-                table.setdefault(p, [])
-
-    mem = memlimit.find_leftovers(scratch, ledger, force)
-    mounted = [mp for mp in mounts if _mount_at(mp) is not None]
-    privileged = mem.privileged()
-    if (mounted or loops or privileged) and not _is_root():
-        what = f"{len(mounted)} mount(s) and {len(loops)} loop device(s)"
-        if privileged:
-            what = f"{len(mounted)} mount(s), {len(loops)} loop device(s) and " + " and ".join(privileged)
-        raise NeedsRoot(f"cleanup of {what} under {scratch} needs root (running as uid {os.geteuid()})")
-
-    done: list[str] = []
-    failed: list[str] = []
-    umount = _find_tool("umount")
-
-    with deferred_signals():
-        # 0. memory limits: kill what is left in our cgroups, remove them, swapoff, delete swap files
-        mem_done, mem_failed = mem.undo()
-        done += mem_done
-        failed += mem_failed
-        # 1. unmount (deepest first)
-        for mp in sorted(mounted, key=lambda s: -s.count("/")):
-            e = _mount_at(mp)
-            try:
-                if umount is None:
-                    raise TargetError("umount is not installed (Debian package mount)")
-                how = _unmount(Path(mp), umount)
-                if how:
-                    done.append(f"{how} {mp} ({e.fstype} from {e.source})" if e else f"{how} {mp}")
-            except TargetError as err:
-                failed.append(f"unmount {mp}: {err}")
-        # 2. detach loop devices backed by our images
-        current = {d["name"]: d["back-file"] for d in _loop_devices(losetup)}
-        for dev, back in loops.items():
-            if current.get(dev) != back:
-                continue
-            # the kernel keeps a loop device's write cache setting after detaching: put
-            # back what the ledger says we found, or else the loop driver's default
-            wc = write_caches.get(back)
-            if wc is None and _read_sys(str(_write_cache_file(dev))) == "write through":
-                wc = "write back"
-            if wc is not None and _read_sys(str(_write_cache_file(dev))) != wc:
-                try:
-                    _restore_write_cache(dev, Path(back), wc)
-                    done.append(f"set the write cache of {dev} back to {wc!r}")
-                except OSError as err:
-                    failed.append(f"write cache of {dev}: {err.strerror}")
-            r = _run([losetup, "-d", dev], timeout=120)
-            if r.returncode == 0:
-                done.append(f"detached loop device {dev} (backed by {back})")
-            else:
-                failed.append(f"detach {dev}: {_why(r)}")
-        # 3. delete image files
-        for img in images:
-            try:
-                st = os.lstat(img)
-            except FileNotFoundError:
-                continue
-            want = inodes.get(img)
-            if not stat.S_ISREG(st.st_mode) or (want and (st.st_ino, st.st_dev) != want):
-                print(f"boatload: cleanup: {img} is not the file boatload created; leaving it", file=sys.stderr)
-                continue
-            try:
-                os.unlink(img)
-                done.append(f"deleted image {img} ({st.st_size // (1024 * 1024)} MB)")
-            except OSError as err:
-                failed.append(f"delete {img}: {err.strerror}")
-        if shm_ours and not any(Path(p).parent == shm_dir for p in live) and not os.listdir(shm_dir):
-            try:
-                if _rmdir_if_empty(shm_dir):
-                    done.append(f"removed {shm_dir}")
-            except OSError as err:
-                failed.append(f"remove {shm_dir}: {err.strerror}")
-        # 4. remove (empty, unmounted) mount points
-        for mp in mountdirs:
-            if _mount_at(mp) is not None:
-                continue
-            try:
-                if stat.S_ISDIR(os.lstat(mp).st_mode):
-                    os.rmdir(mp)
-                    done.append(f"removed mount point {mp}")
-            except FileNotFoundError:
-                pass
-            except OSError as err:
-                failed.append(f"remove mount point {mp}: {err.strerror}")
-        # 5. remove plain directories
-        for d in dirs:
-            try:
-                if stat.S_ISDIR(os.lstat(d).st_mode):
-                    shutil.rmtree(d)
-                    done.append(f"removed directory {d}")
-            except FileNotFoundError:
-                pass
-            except OSError as err:
-                failed.append(f"remove {d}: {err.strerror}")
-
-        # 6. mark ledger entries whose resource is gone as released
-        if resources:
-            backed = {d["back-file"] for d in _loop_devices(losetup)}
-            for rid, r in resources.items():
-                if r.path in live or not dead(r.pid, r.pid_start):
-                    continue
-                if r.kind not in ("image", "loop", "mount", "dir"):
-                    continue  # memlimit's kinds: released by mem.undo()
-                if Path(r.path).parent not in (*image_dirs, mnt_dir, dirs_dir):
-                    continue
-                if r.kind == "image":
-                    gone = not os.path.lexists(r.path)
-                elif r.kind == "loop":
-                    gone = r.path not in backed
-                elif r.kind == "mount":
-                    gone = _mount_at(r.path) is None and not os.path.lexists(r.path)
-                else:
-                    gone = not os.path.lexists(r.path)
-                if gone:
-                    ledger.release(rid, by="cleanup")
-
-    if failed:
-        err = TargetError(f"cleanup of {scratch}: {len(failed)} step(s) failed: " + "; ".join(failed))
-        err.done = done
-        raise err
-    return done
 
 
 def set_loop_direct_io(provisioned: Provisioned) -> tuple[bool | None, str | None]:
