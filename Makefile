@@ -1,6 +1,7 @@
 # boatload, the front door without Nix. `make reproduce` and `make test` need
-# nothing typed by hand first: they install uv if missing, sync the locked
-# environment, and build the worker.
+# nothing typed by hand first: they install missing system tools (as root on
+# Debian or Ubuntu; elsewhere they say what to install), install uv if
+# missing, sync the locked environment, and build the worker.
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 CONFIG ?= config/config.yaml
@@ -8,18 +9,21 @@ STUDY ?= forest
 VENV := $(CURDIR)/.venv
 export PATH := $(VENV)/bin:$(PATH)
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
+# What scripts/bootstrap.sh installs: the studies' tools, plus the tests' for `make test`.
+BOOTSTRAP_FOR := reproduce
 
-.PHONY: reproduce test test-native test-python figure lab env worker clean-mounts clean dry-run
+.PHONY: reproduce test test-native test-python figure lab env worker clean-mounts clean dry-run bootstrap
 
 ## reproduce: run every study and build results/paper/paper.pdf (root: real mounts; else plain directories)
 reproduce: env worker
 	@trap 'boatload cleanup' EXIT; snakemake --configfile $(CONFIG)
 
-## dry-run: show what reproduce would run
+## dry-run: the preflight and plan of reproduce, and the jobs it would run, without running them
 dry-run: env
 	snakemake --configfile $(CONFIG) --dry-run
 
 ## test: C tests (plain and sanitized), the pytest suite, and an end-to-end run on config/ci.yaml
+test: BOOTSTRAP_FOR := test
 test: env worker test-native test-python
 
 test-native:
@@ -38,15 +42,18 @@ figure: env
 lab: env
 	jupyter lab notebooks/
 
+bootstrap:
+	@sh scripts/bootstrap.sh $(BOOTSTRAP_FOR)
+
 env: $(VENV)/.synced
 
-$(VENV)/.synced: pyproject.toml uv.lock
+$(VENV)/.synced: pyproject.toml uv.lock | bootstrap
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || \
 	  python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
 	$(UV) sync --frozen
 	@touch $@
 
-worker:
+worker: | bootstrap
 	$(MAKE) -C native
 
 ## clean-mounts: unmount, detach and delete anything a killed run left behind
