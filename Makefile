@@ -16,11 +16,11 @@ BOOTSTRAP_FOR := reproduce
 
 ## reproduce: run every study and build results/paper/paper.pdf (root: real mounts; else plain directories)
 reproduce: env worker
-	@trap 'boatload cleanup' EXIT; snakemake --configfile $(CONFIG)
+	boatload reproduce --configfile $(CONFIG)
 
-## dry-run: the preflight and plan of reproduce, and the jobs it would run, without running them
+## dry-run: the preflight and the plan of reproduce (studies, runs, time, disk) and its jobs; runs nothing
 dry-run: env
-	snakemake --configfile $(CONFIG) --dry-run
+	boatload reproduce --configfile $(CONFIG) --dry-run
 
 ## test: C tests (plain and sanitized), the pytest suite, and an end-to-end run on config/ci.yaml
 test: BOOTSTRAP_FOR := test

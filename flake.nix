@@ -161,20 +161,14 @@
           };
 
           # `nix run .#reproduce` == `make reproduce`: the same Snakefile, run
-          # from the current directory (the user's clone).
+          # from the current directory (the user's clone); `-- --configfile
+          # config/ci.yaml` picks another scale.
           reproduce = pkgs.writeShellApplication {
             name = "boatload-reproduce";
             inherit runtimeInputs runtimeEnv;
             text = ''
-              if [ ! -f workflow/Snakefile ] || [ ! -f config/config.yaml ]; then
-                echo "boatload-reproduce: run this from the root of a boatload clone (no workflow/Snakefile or config/config.yaml here)" >&2
-                exit 2
-              fi
-              status=0
-              snakemake --cores all --configfile config/config.yaml "$@" || status=$?
-              # Undo any leftover mount, loop device, cgroup or swap file, also after a failure.
-              boatload cleanup
-              exit "$status"
+              # The same driver as `make reproduce`: preflight, lock, progress, cleanup.
+              exec boatload reproduce "$@"
             '';
           };
 

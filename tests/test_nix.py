@@ -256,9 +256,11 @@ def test_python_environment_comes_from_uv_lock() -> None:
 
 
 def test_reproduce_runs_what_make_reproduce_runs() -> None:
+    """Both front doors run the same driver (preflight, lock, progress, cleanup)."""
     app = block(flake_text(), "reproduce = pkgs.writeShellApplication {")
-    assert 'snakemake --cores all --configfile config/config.yaml "$@"' in app
-    assert "boatload cleanup" in app
+    assert 'exec boatload reproduce "$@"' in app
+    recipe = re.search(r"^reproduce:.*\n\t(.*)$", (ROOT / "Makefile").read_text(), re.M).group(1)
+    assert recipe.startswith("boatload reproduce ")
     assert re.search(r"BOATLOAD_WORKER\s*=\s*lib\.getExe worker", flake_text())
 
 

@@ -96,6 +96,13 @@ def _cmd_blog(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_reproduce(args: argparse.Namespace) -> int:
+    from boatload.reproduce import main as reproduce
+
+    extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
+    return reproduce(args.configfile, extra, dry_run=args.dry_run)
+
+
 def _cmd_figure(args: argparse.Namespace) -> int:
     """Rerun one study's notebook, its blog page and the paper from the data already measured."""
     configfile = args.configfile or _measured_config()
@@ -128,6 +135,12 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--out", required=True)
     run.add_argument("--runs-dir", required=True, help="data/runs/<host>: the archive lives below it")
     run.set_defaults(func=_cmd_run)
+
+    repro = sub.add_parser("reproduce", help="run the whole workflow with a progress line (make reproduce)")
+    repro.add_argument("--configfile", default="config/config.yaml", help="the scale (default: %(default)s)")
+    repro.add_argument("--dry-run", action="store_true", help="print the preflight, the plan and the jobs; run nothing")
+    repro.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: passed on to snakemake")
+    repro.set_defaults(func=_cmd_reproduce)
 
     tidy = sub.add_parser("tidy", help="raw JSON results to one Parquet table")
     tidy.add_argument("study", choices=NAMES)

@@ -159,15 +159,26 @@ def _cmdline(pid: int) -> list[str]:
     return [a for a in raw.split("\0") if a]
 
 
-def _is_snakemake(pid: int) -> bool:
+def is_snakemake(pid: int) -> bool:
     return any(os.path.basename(a) == "snakemake" or a == "snakemake" for a in _cmdline(pid)[:3])
 
 
+def _is_orchestrator(pid: int) -> bool:
+    """Snakemake, or the `boatload reproduce` above it that prints the progress."""
+    argv = _cmdline(pid)
+    return is_snakemake(pid) or ("reproduce" in argv[1:4] and any(os.path.basename(a) == "boatload" for a in argv[:2]))
+
+
+def parent(pid: int) -> int | None:
+    p = _proc(pid, with_io=False)
+    return p.ppid if p else None
+
+
 def orchestrator_root(start: int | None = None) -> int | None:
-    """The outermost Snakemake process above `start` (this process): the run's orchestrator."""
+    """The outermost Snakemake (or `boatload reproduce`) above `start` (this process): the run's orchestrator."""
     root, pid = None, start or os.getpid()
     while pid > 1:
-        if _is_snakemake(pid):
+        if _is_orchestrator(pid):
             root = pid
         p = _proc(pid, with_io=False)
         if p is None:

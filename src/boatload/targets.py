@@ -63,7 +63,7 @@ from pathlib import Path
 
 from boatload.ledger import Ledger
 from boatload.signals import deferred_signals, signals_as_exceptions
-from boatload.tools import TOOLS
+from boatload.tools import TOOLS, find as find_command
 
 __all__ = [
     "TargetError",
@@ -310,7 +310,6 @@ def _validated(spec: TargetSpec) -> TargetSpec:
 # --------------------------------------------------------------------------
 # tools, processes, system tables
 
-SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
 _ENV = dict(os.environ, LC_ALL="C")
 
 
@@ -330,7 +329,7 @@ def _required_tools(spec: TargetSpec) -> list[str]:
 
 
 def _find_tool(command: str) -> str | None:
-    return shutil.which(command) or shutil.which(command, path=SBIN)
+    return find_command(command)
 
 
 def _resolve_tools(spec: TargetSpec) -> dict[str, str]:

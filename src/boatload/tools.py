@@ -42,7 +42,17 @@ TOOLS: tuple[Tool, ...] = (
 )
 
 
+# A user's PATH often lacks the sbin directories that mkfs, losetup and swapon live in.
+SBIN = "/usr/local/sbin:/usr/sbin:/sbin"
+BY_COMMAND = {t.command: t for t in TOOLS}
+
+
+def find(command: str) -> str | None:
+    """The full path of a command: on PATH, or in the sbin directories."""
+    return shutil.which(command) or shutil.which(command, path=SBIN)
+
+
 def missing(commands: list[str] | None = None) -> list[Tool]:
-    """Tools (all, or those named) that are not on PATH."""
+    """Tools (all, or those named) that are not on PATH or in sbin."""
     wanted = [t for t in TOOLS if commands is None or t.command in commands]
-    return [t for t in wanted if shutil.which(t.command) is None]
+    return [t for t in wanted if find(t.command) is None]

@@ -2,31 +2,24 @@
 # The study modules (boatload.studies.*) turn the config into jobs; this rule
 # only runs them, so all studies share provisioning, teardown and provenance.
 
-import os
-import random
+from boatload import plan
 
-JOBS = {
-    name: {
-        (job["target"]["name"], job["point"], job["rep"]): {**job, "interference": INTERFERENCE}
-        for job in study(name).jobs(config)
-    }
-    for name in STUDIES
-}
-
-
-# Run order: shuffled with the config's seed, so that no target or study is
-# always measured first (warm caches, a filling disk, a heating CPU).
-ORDER = sorted((name, *key) for name in STUDIES for key in JOBS[name])
-random.Random(config["seed"]).shuffle(ORDER)
-POSITION = {key: i for i, key in enumerate(ORDER)}
+# Every run, in the order shuffled with the config's seed, so that no target or
+# study is always measured first (warm caches, a filling disk, a heating CPU).
+# A study whose settings cannot make runs is named in PLAN_ERRORS, which the
+# preflight lists with every other problem.
+PLAN_ERRORS = []
+RUN_LIST = plan.runs(config, PLAN_ERRORS)
+JOBS = {run.key: {**run.job, "interference": INTERFERENCE} for run in RUN_LIST}
 
 
 def raw_run(name, target, point, rep):
-    return f"{RUNS}/{name}/{target}/{point}/rep{rep}.json"
+    return plan.raw_run(RUNS, name, target, point, rep)
 
 
 def raw_runs(name):
-    return [raw_run(name, *key) for key in JOBS[name]]
+    """A study's raw runs, in a fixed order (not the run order, which follows the seed)."""
+    return sorted(run.raw(RUNS) for run in RUN_LIST if run.study == name)
 
 
 # The runs still to measure form one chain in that order: each waits for the
@@ -38,7 +31,7 @@ def raw_runs(name):
 # because another one is measured again (a link to a run that will be made
 # counts as an updated input, `ancient` or not). A run measured again while
 # its result exists (changed params, --forcerun) is not in the chain.
-PENDING = [key for key in ORDER if not os.path.exists(raw_run(*key))]
+PENDING = [run.key for run in plan.pending(RUN_LIST, RUNS)]
 PREVIOUS_PENDING = dict(zip(PENDING[1:], PENDING))
 
 
@@ -60,7 +53,7 @@ rule measure:
     output:
         f"{RUNS}/{{study}}/{{target}}/{{point}}/rep{{rep}}.json",
     params:
-        job=lambda w: json.dumps(JOBS[w.study][(w.target, w.point, int(w.rep))], sort_keys=True),
+        job=lambda w: json.dumps(JOBS[(w.study, w.target, w.point, int(w.rep))], sort_keys=True),
         runs=RUNS,
     wildcard_constraints:
         study="|".join(STUDIES),

@@ -325,6 +325,23 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
     return result
 
 
+# Rough rates for the plan's time estimate only: the big file written with
+# O_DIRECT and read back, and the small files made between the stages.
+ESTIMATE_WRITE_MB_PER_S = 400
+ESTIMATE_READ_MB_PER_S = 800
+ESTIMATE_S_PER_SMALL_FILE = 100e-6
+
+
+def tools(job: dict) -> set[str]:
+    return set()
+
+
+def estimate_s(job: dict) -> float:
+    """Three stages of `runs` writes and reads of the big file, and the 2N small files between them."""
+    file_mb = 2 * memory_mb(job["memory_limit_mb"])
+    per_stage = job["runs"] * file_mb * (1 / ESTIMATE_WRITE_MB_PER_S + 1 / ESTIMATE_READ_MB_PER_S)
+    return 3 * per_stage + 2 * job["extra_files"] * ESTIMATE_S_PER_SMALL_FILE
+
 def run(job: dict) -> dict:
     """Provision the job's target, run the three stages, tear down; the raw result."""
     return run_job("degradation", job, measure, fallback_without_root=False)

@@ -277,6 +277,19 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
     }
 
 
+# Rough rate of laying out the files, for the plan's time estimate only.
+ESTIMATE_LAYOUT_MB_PER_S = 1000
+
+
+def tools(job: dict) -> set[str]:
+    return {FIO} if "fio" in job["tools"] else set()
+
+
+def estimate_s(job: dict) -> float:
+    """Each tool lays out its files and runs for the duration."""
+    layout = job["files"] * job["file_size_mb"] / ESTIMATE_LAYOUT_MB_PER_S
+    return len(job["tools"]) * (layout + job["duration_s"])
+
 def run(job: dict) -> dict:
     """Provision the job's target, measure, tear down; the raw result with provenance."""
     return run_job("filecount", job, measure, fallback_without_root=True)

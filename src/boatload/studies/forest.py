@@ -127,6 +127,30 @@ def summary(doc: dict) -> str:
     return f"{doc['job']['target']['name']} {doc['job']['method']}: {r['files']} files, {rate}{note}"
 
 
+# Rough creation rates (files/s) on a 2-core machine, for the plan's time
+# estimate only: the progress line corrects it by the runs already done.
+ESTIMATE_FILES_PER_S = {"worker-1t": 150_000, "worker-2t": 200_000, "python": 60_000, "touch-many": 60_000,
+                        "touch-each": 1_500, "tar": 100_000, "unzip": 60_000}
+COMMANDS = {"tar": {"tar"}, "unzip": {"unzip"}, "touch-many": {"touch"}, "touch-each": {"touch"}}
+
+
+def tools(job: dict) -> set[str]:
+    """The external commands the job's method runs."""
+    return COMMANDS.get(job["method"], set())
+
+
+def archive_bytes(job: dict) -> int:
+    """The leaf archive tar and unzip extract, kept under the scratch directory (about 1 KiB a file)."""
+    return 1024 * job["shape"][-1] if job["method"] in ("tar", "unzip") else 0
+
+
+def estimate_s(job: dict) -> float:
+    """Seconds to make (up to the time cap) and then count the forest."""
+    files = 1
+    for n in job["shape"]:
+        files *= n
+    return min(files / ESTIMATE_FILES_PER_S[job["method"]], job["time_cap_s"]) + files / 300_000
+
 def run(job: dict) -> dict:
     """Provision the job's target, measure, tear down; the raw result with provenance."""
     doc = run_job("forest", job, measure)

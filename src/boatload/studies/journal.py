@@ -125,6 +125,19 @@ def jobs(config: dict) -> list[dict]:
     ]
 
 
+# Rough cost of one file through all five phases on a loop image, for the
+# plan's time estimate only.
+ESTIMATE_S_PER_FILE = 60e-6
+
+
+def tools(job: dict) -> set[str]:
+    """Reading back where the log or journal is."""
+    return {"xfs_info" if job["target"].get("fs") == "xfs" else "dumpe2fs"}
+
+
+def estimate_s(job: dict) -> float:
+    return job["files"] * ESTIMATE_S_PER_FILE
+
 def run(job: dict) -> dict:
     """Provision, measure, tear down; without root the job is skipped (no stand-in directory)."""
     return run_job("journal", job, measure, fallback_without_root=False)

@@ -392,6 +392,19 @@ def _worker_failure(doc: dict) -> str:
             f"in phase {error.get('phase')} at {error.get('where')}")
 
 
+# Rough cost of one file through the phases, inside RAM and beyond it (paging
+# through swap), for the plan's time estimate only.
+ESTIMATE_S_PER_FILE = {"fits in RAM": 40e-6, "beyond RAM": 400e-6}
+
+
+def tools(job: dict) -> set[str]:
+    return {"bonnie++"} if "bonnie" in job["tools"] else set()
+
+
+def estimate_s(job: dict) -> float:
+    per_file = ESTIMATE_S_PER_FILE[working_set_label(job["working_set"])]
+    return sum(tool_files(job, tool) * per_file for tool in job["tools"])
+
 def run(job: dict) -> dict:
     """Provision, measure, tear down; without root the job is skipped (no stand-in directory)."""
     return run_job("tmpfs", job, measure, fallback_without_root=False)

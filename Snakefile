@@ -1,13 +1,17 @@
 # boatload: every experiment, analysis and the paper, in one direction.
-#   data/runs/<host>/<study>/<target>/<method>/rep<N>.json   raw, with provenance
+# The rules live in workflow/rules/ (common.smk: names and helpers; measure,
+# analysis, paper); the profile Snakemake loads by itself is profiles/default/.
+#   data/runs/<host>/<study>/<target>/<point>/rep<N>.json    raw, with provenance
 #   data/runs/<host>/<study>.parquet                         tidy, one table per study
 #   results/{notebooks,figures,tables}/                      papermill notebooks
 #   results/paper/paper.pdf                                  Typst
 
-import os
 import sys
+from pathlib import Path
 
 from boatload.config import ConfigError, validate
+from boatload.paths import scratch_dir
+from boatload.preflight import preflight
 
 # The quick scale unless --configfile names another. Only one config file is
 # read: a second one would be deep-merged into the first and quietly inherit
@@ -23,19 +27,18 @@ except ConfigError as exc:
     sys.exit(f"boatload: {exc}")
 
 
-if os.geteuid() != 0:
-    print(
-        "boatload: not running as root, so nothing can be mounted and no memory limit set: "
-        "studies that can measure a plain directory will (marked as stand-ins), the others are "
-        "skipped, and the paper lists both with the reason.",
-        file=sys.stderr,
-    )
+include: "workflow/rules/common.smk"
+include: "workflow/rules/measure.smk"
+include: "workflow/rules/analysis.smk"
+include: "workflow/rules/paper.smk"
 
 
-include: "rules/common.smk"
-include: "rules/measure.smk"
-include: "rules/analysis.smk"
-include: "rules/paper.smk"
+# Before anything is mounted: the plan, and every problem of this machine
+# with it at once (preflight.py); `make dry-run` prints the same.
+PLAN_LINES, PREFLIGHT = preflight(config, CONFIGFILE, RUN_LIST, Path(RUNS), scratch_dir(), Path("results"), PLAN_ERRORS)
+print("\n".join(PLAN_LINES), file=sys.stderr)
+if PREFLIGHT.problems:
+    sys.exit(PREFLIGHT.refusal())
 
 
 rule all:

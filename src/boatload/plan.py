@@ -1,0 +1,129 @@
+"""The measurement plan: every run a config asks for, in the seeded order,
+which are still to measure, and what each needs from the machine.
+
+The workflow (workflow/rules/measure.smk), the preflight and the progress
+line of `boatload reproduce` all read it, so they agree on what a run is.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+
+from boatload.config import ConfigError
+from boatload.studies import NAMES, study
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Run:
+    study: str
+    target: str
+    point: str
+    rep: int
+    job: dict = field(compare=False, hash=False, repr=False)
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (self.study, self.target, self.point, self.rep)
+
+    def raw(self, runs_dir: str) -> str:
+        return raw_run(runs_dir, *self.key)
+
+
+def raw_run(runs_dir: str, name: str, target: str, point: str, rep: int) -> str:
+    """Where a run's raw result lives: <runs_dir>/<study>/<target>/<point>/rep<N>.json."""
+    return f"{runs_dir}/{name}/{target}/{point}/rep{rep}.json"
+
+
+def studies(config: dict) -> list[str]:
+    """The studies this config asks for and this version of boatload can run, in the paper's order."""
+    return [name for name in NAMES if name in config["studies"]]
+
+
+def runs(config: dict, errors: list[str] | None = None) -> list[Run]:
+    """Every run of the config, shuffled with its seed: no target or study is
+    always measured first (warm caches, a filling disk, a heating CPU).
+
+    A study whose settings cannot make jobs raises ConfigError, or, given a
+    list `errors`, adds its one-line reason there and contributes no runs (so
+    the preflight can list every problem at once)."""
+    out = []
+    for name in studies(config):
+        try:
+            jobs = study(name).jobs(config)
+        except ConfigError as exc:
+            if errors is None:
+                raise
+            errors.append(str(exc).removeprefix("config: "))
+            continue
+        out += [Run(name, job["target"]["name"], job["point"], job["rep"], job) for job in jobs]
+    out.sort(key=lambda r: r.key)
+    random.Random(config["seed"]).shuffle(out)
+    return out
+
+
+def pending(all_runs: list[Run], runs_dir: str) -> list[Run]:
+    """The runs whose raw result does not exist yet, in run order."""
+    return [r for r in all_runs if not os.path.exists(r.raw(runs_dir))]
+
+
+@dataclass
+class Needs:
+    """What one run takes from the machine while it runs."""
+
+    scratch_bytes: int = 0  # images, swap file and archives under the scratch directory
+    shm_bytes: int = 0  # external log images in /dev/shm
+    memory_limit_mb: int | None = None
+    loop: bool = False
+    mount: bool = False
+    swap: bool = False
+    tools: set[str] = field(default_factory=set)
+    # the config fields the sizes come from, for messages
+    scratch_fields: list[str] = field(default_factory=list)
+
+
+def needs(run: Run) -> Needs:
+    """Resources and tools of one run, from its target and its job."""
+    job, target = run.job, run.job["target"]
+    out = Needs()
+    kind, fs = target.get("kind"), target.get("fs")
+    if kind == "loop":
+        out.loop = out.mount = True
+        out.scratch_bytes += int(target.get("size_mb", 0)) * MiB
+        out.scratch_fields.append(f"targets.{run.target}.size_mb")
+        out.tools |= {f"mkfs.{fs}", "losetup", "mount", "umount"}
+        if target.get("log"):
+            out.shm_bytes += int(target["log"].get("size_mb", 0)) * MiB
+    elif kind == "tmpfs":
+        out.mount = True
+        out.tools |= {"mount", "umount"}
+    if job.get("memory_limit_mb") is not None:
+        out.memory_limit_mb = int(job["memory_limit_mb"])
+    if job.get("swap_mb"):
+        out.swap = True
+        out.scratch_bytes += int(job["swap_mb"]) * MiB
+        out.scratch_fields.append(f"studies.{run.study}.swap_mb")
+        out.tools |= {"mkswap", "swapon", "swapoff"}
+    module = study(run.study)
+    out.tools |= module.tools(job)
+    if hasattr(module, "archive_bytes"):
+        out.scratch_bytes += module.archive_bytes(job)
+    return out
+
+
+# Rough cost of making and removing a target, for the time estimate only:
+# mkfs writes inode tables and journals up front (lazy_itable_init=0).
+ESTIMATE_PROVISION_S = {"loop": 1.0, "tmpfs": 0.1, "dir": 0.0}
+ESTIMATE_MKFS_MB_PER_S = 2000
+
+
+def estimate_s(run: Run) -> float:
+    """A rough duration of one run: its target's provisioning and its study's model of the measurement."""
+    target = run.job["target"]
+    provision = ESTIMATE_PROVISION_S.get(target.get("kind"), 0.0)
+    if target.get("kind") == "loop":
+        provision += int(target.get("size_mb", 0)) / ESTIMATE_MKFS_MB_PER_S
+    return provision + float(study(run.study).estimate_s(run.job))

@@ -1,0 +1,192 @@
+"""`boatload reproduce`: the whole workflow, as `make reproduce` and
+`nix run .#reproduce` run it.
+
+Before Snakemake starts: a second run of the same clone is refused in one
+line naming the first one's pid; a Snakemake lock that no live process of
+this clone holds (a run killed by a signal) is removed, saying so; resources
+of runs that died are undone. While it runs, Snakemake's output passes
+through, and after each finished measurement one line gives the runs done of
+the total, the time elapsed and an estimate of the time left. At the end
+every resource is undone, and the last line names the PDF.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from boatload import interference, plan
+from boatload.config import ConfigError, load
+from boatload.preflight import estimates
+from boatload.system import hostname
+
+PDF = Path("results/paper/paper.pdf")
+LOCKS = Path(".snakemake/locks")
+# Held (flock) for as long as a `boatload reproduce` of this clone lives; the
+# kernel drops it with the process, however it ends.
+RUN_LOCK = Path(".snakemake/boatload-reproduce.lock")
+# Notebooks, tables, blog pages and the paper after the last measurement
+# (about 15-40 s a study on 2 cores): only for the time-left estimate.
+ANALYSIS_ESTIMATE_S = 30.0
+STEPS_LINE = re.compile(r"^\d+ of \d+ steps")
+
+
+def _say(line: str) -> None:
+    print(f"boatload: {line}", file=sys.stderr, flush=True)
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    return f"{h}h{rest // 60:02d}m" if h else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def _ancestors() -> set[int]:
+    out, pid = set(), os.getpid()
+    while pid > 1:
+        out.add(pid)
+        ppid = interference.parent(pid)
+        if ppid is None:
+            break
+        pid = ppid
+    return out
+
+
+def live_runs(root: Path) -> list[int]:
+    """Snakemake processes working in this clone, other than this process and its parents."""
+    mine = _ancestors()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) in mine:
+            continue
+        pid = int(entry)
+        try:
+            cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+        except OSError:
+            continue
+        if cwd == root and interference.is_snakemake(pid):
+            found.append(pid)
+    return sorted(found)
+
+
+def take_run_lock(root: Path):
+    """The clone's run lock, or SystemExit naming the run that holds it."""
+    path = root / RUN_LOCK
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "unknown"
+        raise SystemExit(f"boatload: another run of this clone is in progress (boatload reproduce pid {holder}); "
+                         "wait for it to end or stop it first") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"{os.getpid()}\n")
+    handle.flush()
+    return handle
+
+
+def clear_stale_lock(root: Path) -> None:
+    """Refuse beside a live Snakemake of this clone; else remove the lock a killed one left."""
+    others = live_runs(root)
+    if others:
+        raise SystemExit(f"boatload: another run of this clone is in progress (snakemake pid {others[0]}); "
+                         "wait for it to end or stop it first")
+    locks = sorted((root / LOCKS).glob("*.lock")) if (root / LOCKS).is_dir() else []
+    for lock in locks:
+        lock.unlink(missing_ok=True)
+    if locks:
+        _say(f"removed a stale Snakemake lock ({LOCKS}, {len(locks)} files): no snakemake process of this clone is alive")
+
+
+class Progress:
+    """Runs done of those pending at the start, elapsed time and time left."""
+
+    def __init__(self, config: dict, root: Path) -> None:
+        runs_dir = root / "data" / "runs" / (config.get("host") or hostname())
+        everything = plan.runs(config)
+        self.pending = plan.pending(everything, str(runs_dir))
+        self.estimate = estimates(self.pending, runs_dir)
+        self.analysis_s = ANALYSIS_ESTIMATE_S * len(plan.studies(config))
+        self.runs_dir = str(runs_dir)
+        self.started = time.monotonic()
+        self.done = 0
+
+    def line(self) -> str | None:
+        """A new progress line when a run has finished since the last one, else None."""
+        done = [r for r in self.pending if os.path.exists(r.raw(self.runs_dir))]
+        if len(done) == self.done:
+            return None
+        self.done = len(done)
+        elapsed = time.monotonic() - self.started
+        expected_done = sum(self.estimate[r.key] for r in done)
+        left = sum(self.estimate[r.key] for r in self.pending) - expected_done
+        # The estimates are rough; the runs so far say how rough on this machine.
+        pace = min(4.0, max(0.25, elapsed / expected_done)) if expected_done > 0 else 1.0
+        remaining = left * pace + self.analysis_s
+        return (f"progress: {self.done}/{len(self.pending)} runs measured, {_clock(elapsed)} elapsed, "
+                f"about {_clock(remaining)} left")
+
+
+def _snakemake(argv: list[str], progress: Progress | None) -> int:
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+
+    # Ctrl-C reaches Snakemake through the process group; a SIGTERM or SIGHUP
+    # sent to this process alone is passed on (Snakemake ends gracefully on it).
+    def forward(signum, frame):
+        if child.poll() is None:
+            child.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGHUP, forward)
+    for line in child.stdout:
+        sys.stderr.write(line)
+        if progress and STEPS_LINE.match(line):
+            update = progress.line()
+            if update:
+                _say(update)
+    return child.wait()
+
+
+def main(configfile: str, extra: list[str], dry_run: bool = False) -> int:
+    root = Path.cwd().resolve()
+    if not (root / "Snakefile").is_file():
+        raise SystemExit(f"boatload reproduce: run it from the root of a boatload clone (no Snakefile in {root})")
+    try:
+        config = load(Path(configfile))
+    except ConfigError as exc:
+        raise SystemExit(f"boatload: {exc}") from None
+    argv = ["snakemake", "--configfile", configfile, *extra]
+    if dry_run:
+        return subprocess.call([*argv, "--dry-run", "--quiet", "rules"])
+    lock = take_run_lock(root)
+    clear_stale_lock(root)
+    started = time.monotonic()
+    from boatload.cleanup import cleanup
+    from boatload.paths import scratch_dir
+
+    for line in cleanup(scratch_dir()) if scratch_dir().exists() else []:
+        _say(f"cleanup before the run: {line}")
+    try:
+        progress = Progress(config, root)
+    except ConfigError:
+        progress = None  # the workflow's preflight says what is wrong
+    status = _snakemake(argv, progress)
+    for line in cleanup(scratch_dir()) if scratch_dir().exists() else []:
+        _say(f"cleanup: {line}")
+    lock.close()
+    took = _clock(time.monotonic() - started)
+    if status == 0 and (root / PDF).is_file():
+        _say(f"done in {took}: {PDF}")
+    else:
+        _say(f"stopped after {took} (snakemake exit {status}); the paper was not made")
+    return status
