@@ -7,7 +7,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "native" / "build" / "boatload-worker"
 # What a workflow run needs from the clone; everything else it makes itself.
-WORKFLOW_FILES = ["workflow", "config", "notebooks", "paper", "data/reference", "uv.lock", "pyproject.toml"]
+WORKFLOW_FILES = ["Snakefile", "profiles", "workflow", "config", "notebooks", "paper", "data/reference", "uv.lock", "pyproject.toml"]
 
 
 @pytest.fixture(scope="session")

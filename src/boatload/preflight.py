@@ -58,7 +58,7 @@ def _free(path: Path) -> tuple[int, int]:
 
 
 def _size(n: float) -> str:
-    return f"{n / GiB:.1f} GiB" if n >= GiB / 10 else f"{n / (1 << 20):.0f} MiB"
+    return f"{n / GiB:.1f} GiB" if n >= GiB else f"{n / (1 << 20):.0f} MiB"
 
 
 def _duration(seconds: float) -> str:

@@ -1,0 +1,202 @@
+"""The newcomer path: the preflight refuses before any mount, `make dry-run`
+prints the plan, and a run killed by SIGKILL does not block the next one."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from boatload import plan
+from conftest import ROOT, ours_left
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mounts, loop devices, cgroups)")
+
+
+def snakemake(workdir: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "snakemake", *args], cwd=workdir, capture_output=True,
+                          text=True, env=env)
+
+
+def write_config(workdir: Path, name: str, edit) -> str:
+    config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())
+    edit(config)
+    (workdir / "config" / name).write_text(yaml.safe_dump(config))
+    return f"config/{name}"
+
+
+def refusal(out: subprocess.CompletedProcess) -> list[str]:
+    """The preflight's problem lines."""
+    assert out.returncode != 0, out.stderr[-2000:]
+    assert "boatload: preflight found" in out.stderr, out.stderr[-3000:]
+    assert "Traceback" not in out.stderr
+    return [line.strip()[2:] for line in out.stderr.splitlines() if line.startswith("  - ")]
+
+
+@pytest.fixture
+def small_scratch(tmp_path, monkeypatch):
+    """A real 64 MiB tmpfs as the scratch directory."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "boatload-test", str(scratch)], check=True)
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(scratch))
+    try:
+        yield scratch
+    finally:
+        subprocess.run(["umount", str(scratch)], check=True)
+
+
+@needs_root
+def test_preflight_refuses_images_larger_than_the_free_scratch_space(workdir, small_scratch):
+    def forest_on_ext4(config):
+        config["studies"] = {"forest": {**config["studies"]["forest"], "targets": ["ext4"]}}
+
+    configfile = write_config(workdir, "big.yaml", forest_on_ext4)
+    out = snakemake(workdir, "--configfile", configfile)
+    problems = refusal(out)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("targets.ext4.size_mb: "), problems
+    assert "256 MiB" in problems[0] or "0.2 GiB" in problems[0]
+    # Nothing was provisioned: the scratch tmpfs is as it was, nothing mounted below it, no run recorded.
+    assert list(small_scratch.iterdir()) == []
+    assert [m for m in ours_left(small_scratch) if f" {small_scratch} " not in m] == []
+    assert not (workdir / "data" / "runs").exists()
+
+
+@needs_root
+def test_preflight_lists_every_problem_at_once_with_a_memory_limit_above_ram(workdir):
+    ram_mb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
+    free_mb = shutil.disk_usage(workdir).free >> 20
+
+    def too_much(config):
+        config["studies"] = {"degradation": {**config["studies"]["degradation"], "memory_limit_mb": ram_mb + 1024}}
+        # Large enough for the degradation study's own check, larger than the disk.
+        config["targets"]["ext4"]["size_mb"] = max(free_mb * 2, 4 * ram_mb + 8192)
+
+    configfile = write_config(workdir, "ram.yaml", too_much)
+    out = snakemake(workdir, "--configfile", configfile, "--dry-run")
+    problems = refusal(out)
+    fields = [p.split(":")[0] for p in problems]
+    assert "studies.degradation.memory_limit_mb" in fields, problems
+    assert "targets.ext4.size_mb" in fields, problems
+    assert f"{ram_mb + 1024} MiB is not below this machine's RAM" in out.stderr
+
+
+@needs_root
+def test_preflight_names_a_missing_tool_and_its_package(workdir, tmp_path):
+    # A PATH with every command of this machine but fio (sbin is searched anyway).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for d in os.environ["PATH"].split(":"):
+        if not os.path.isdir(d) or d.endswith("sbin"):
+            continue
+        for name in os.listdir(d):
+            if name != "fio" and not (bin_dir / name).exists():
+                (bin_dir / name).symlink_to(Path(d) / name)
+    env = {**os.environ, "PATH": str(bin_dir)}
+    out = snakemake(workdir, "--configfile", "config/ci.yaml", "--dry-run", env=env)
+    problems = refusal(out)
+    assert problems == ["tool fio (Debian package fio, nixpkgs fio) is not installed; filecount need it"], problems
+
+
+def test_dry_run_prints_the_plan(workdir):
+    out = snakemake(workdir, "--configfile", "config/ci.yaml", "--dry-run")
+    assert out.returncode == 0, out.stderr[-2000:]
+    config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())
+    runs = plan.runs(config)
+    rows = {line.split()[0]: line.split() for line in out.stderr.splitlines() if re.match(r"^[a-z]+ +\d+ +\d+ ", line)}
+    for name in plan.studies(config):
+        count = sum(r.study == name for r in runs)
+        assert rows[name][1:3] == [str(count), str(count)], rows[name]
+    assert rows["all"][1:3] == [str(len(runs))] * 2
+    assert re.search(r"^  scratch: .* free$", out.stderr, re.M)
+    # The same plan as the rule the jobs come from.
+    assert any(line.split() == ["measure", str(len(runs))] for line in out.stdout.splitlines()), out.stdout
+
+
+# --------------------------------------------------------------------------
+# a killed run
+
+
+@pytest.fixture
+def make_clone(workdir):
+    """The workflow clone with the Makefile, the bootstrap and the worker's sources, and this
+    checkout's synced environment, so that `make reproduce` runs there as a user runs it."""
+    for name in ("Makefile", "scripts", "native", "src"):
+        src, dst = ROOT / name, workdir / name
+        shutil.copytree(src, dst, symlinks=True) if src.is_dir() else shutil.copy2(src, dst)
+    (workdir / ".venv").symlink_to(ROOT / ".venv")
+    return workdir
+
+
+def small_config(config):
+    """Three studies in about a minute: loop images, a memory cgroup and a swap file among them."""
+    studies = config["studies"]
+    studies["forest"]["methods"] = ["worker-1t", "python", "tar"]
+    config["studies"] = {name: studies[name] for name in ("forest", "degradation", "tmpfs")}
+
+
+def boatload_cgroups() -> list[str]:
+    return [str(p) for p in Path("/sys/fs/cgroup").glob("**/boatload-*") if p.is_dir()]
+
+
+def swaps_in(path: Path) -> list[str]:
+    return [line for line in Path("/proc/swaps").read_text().splitlines() if str(path) in line]
+
+
+def wait_for(what, timeout: float, proc: subprocess.Popen, log: Path):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = what()
+        if found:
+            return found
+        assert proc.poll() is None, (f"the run ended (exit {proc.returncode}) before the moment to kill it:\n"
+                                     f"{log.read_text()[-3000:]}")
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for a measurement")
+
+
+@needs_root
+@pytest.mark.e2e
+def test_sigkill_mid_measurement_then_clean_mounts_then_reproduce_completes(make_clone, tmp_path):
+    configfile = write_config(make_clone, "small.yaml", small_config)
+    env = {**os.environ, "PATH": f"{make_clone / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    log = open(tmp_path / "first.log", "w")
+    first = subprocess.Popen(["make", "reproduce", f"CONFIG={configfile}"], cwd=make_clone, env=env,
+                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    runs = make_clone / "data" / "runs"
+    # Mid-measurement: one run done and the next one's target mounted.
+    wait_for(lambda: any(runs.rglob("rep*.json")) and ours_left(make_clone), 300, first, tmp_path / "first.log")
+
+    # A second run of the same clone meanwhile is refused, naming the first.
+    second = subprocess.run(["make", "reproduce", f"CONFIG={configfile}"], cwd=make_clone, env=env,
+                            capture_output=True, text=True)
+    assert second.returncode != 0
+    assert re.search(r"boatload: another run of this clone is in progress \((boatload reproduce|snakemake) pid \d+\)",
+                     second.stderr), second.stderr[-2000:]
+
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait()
+    time.sleep(0.5)  # the kernel reaps the group
+    assert list((make_clone / ".snakemake" / "locks").glob("*.lock")), "the kill left no Snakemake lock to clear"
+
+    clean = subprocess.run(["make", "clean-mounts"], cwd=make_clone, env=env, capture_output=True, text=True)
+    assert clean.returncode == 0, clean.stderr[-2000:]
+    assert ours_left(make_clone) == []
+    assert boatload_cgroups() == []
+    assert swaps_in(make_clone) == []
+
+    again = subprocess.run(["make", "reproduce", f"CONFIG={configfile}"], cwd=make_clone, env=env,
+                           capture_output=True, text=True, timeout=1200)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert "boatload: removed a stale Snakemake lock" in again.stderr
+    assert again.stderr.rstrip().splitlines()[-1].endswith(": results/paper/paper.pdf")
+    assert (make_clone / "results" / "paper" / "paper.pdf").read_bytes().startswith(b"%PDF")
+    assert re.search(r"^boatload: progress: (\d+)/\1 runs measured", again.stderr, re.M), again.stderr[-3000:]
+    assert ours_left(make_clone) == [] and boatload_cgroups() == [] and swaps_in(make_clone) == []
