@@ -43,9 +43,10 @@ fi
 [ -z "$missing_packages" ] && exit 0
 
 distro=""
-if [ -r /etc/os-release ]; then
+os_release=${BOATLOAD_OS_RELEASE:-/etc/os-release}  # another file only in tests/test_bootstrap.py
+if [ -r "$os_release" ]; then
     # shellcheck source=/dev/null
-    distro=$(. /etc/os-release; echo "${ID:-} ${ID_LIKE:-}")
+    distro=$(. "$os_release"; echo "${ID:-} ${ID_LIKE:-}")
 fi
 case " $distro " in *" debian "*|*" ubuntu "*) apt_like=yes ;; *) apt_like=no ;; esac
 
