@@ -1,0 +1,82 @@
+"""boatload.plan: the runs of a config, their order, and what each needs."""
+
+import random
+from collections import Counter
+
+import pytest
+import yaml
+
+from boatload import plan, tools
+from boatload.studies import study
+from conftest import ROOT
+
+CONFIGS = ["ci", "config", "full"]
+
+
+def load(name: str) -> dict:
+    return yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text())
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_job_once_in_the_seeded_order(name):
+    config = load(name)
+    runs = plan.runs(config)
+    jobs = [(s, j["target"]["name"], j["point"], j["rep"]) for s in plan.studies(config) for j in study(s).jobs(config)]
+    assert Counter(r.key for r in runs) == Counter(jobs) and len(set(jobs)) == len(jobs)
+    expected = sorted(jobs)
+    random.Random(config["seed"]).shuffle(expected)
+    assert [r.key for r in runs] == expected
+    # Another seed, another order; the same seed, the same order.
+    assert [r.key for r in plan.runs({**config, "seed": config["seed"] + 1})] != expected
+    assert [r.key for r in plan.runs(config)] == expected
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_every_run_names_known_tools_and_a_positive_estimate(name):
+    for run in plan.runs(load(name)):
+        needs = plan.needs(run)
+        assert needs.tools <= set(tools.BY_COMMAND), (run.key, needs.tools - set(tools.BY_COMMAND))
+        assert plan.estimate_s(run) > 0
+        if run.job["target"]["kind"] == "loop":
+            assert needs.loop and needs.scratch_bytes >= run.job["target"]["size_mb"] << 20
+            assert f"mkfs.{run.job['target']['fs']}" in needs.tools
+
+
+def test_what_the_quick_runs_need():
+    runs = {r.key: plan.needs(r) for r in plan.runs(load("config"))}
+    tmpfs_beyond = runs[("tmpfs", "ext3", "ws1.6", 1)]
+    # The ext3 image and the swap file, both under the scratch directory.
+    assert tmpfs_beyond.scratch_bytes == (2048 + 2048) << 20
+    assert {"mkswap", "swapon", "swapoff", "bonnie++", "mkfs.ext3"} <= tmpfs_beyond.tools
+    assert tmpfs_beyond.scratch_fields == ["targets.ext3.size_mb", "studies.tmpfs.swap_mb"]
+    external = runs[("journal", "xfs-log-external", "meta", 1)]
+    assert external.shm_bytes == 128 << 20 and "xfs_info" in external.tools
+    assert runs[("forest", "tmpfs", "touch-each", 1)].tools == {"mount", "umount", "touch"}
+    assert runs[("forest", "ext4", "tar", 1)].scratch_bytes == (2048 << 20) + 1024 * 1000
+    assert "fio" in runs[("filecount", "xfs", "k03-direct", 1)].tools
+    assert runs[("degradation", "ext4", "stages", 1)].memory_limit_mb == 256
+
+
+def test_a_study_that_cannot_make_runs_is_named_not_raised():
+    config = load("ci")
+    config["targets"]["ext3"]["size_mb"] = 16
+    errors = []
+    runs = plan.runs(config, errors)
+    assert len(errors) == 1 and errors[0].startswith("targets.ext3.size_mb: ")
+    assert "tmpfs" not in {r.study for r in runs} and "forest" in {r.study for r in runs}
+
+
+def test_not_root_needs_no_mounts_and_says_what_is_skipped(tmp_path):
+    from boatload import preflight
+
+    config = load("ci")
+    runs = plan.runs(config)
+    report = preflight.check(config, runs, tmp_path / "scratch", tmp_path, euid=1000)
+    assert report.problems == []
+    facts = "\n".join(report.machine)
+    assert "not root" in facts
+    assert "forest, filecount will measure a plain directory" in facts or "filecount, forest will measure" in facts
+    assert "degradation, journal, tmpfs will be recorded as skipped" in facts
+    # As root the same runs need loop devices, a memory cgroup and swap: the report says which it found.
+    as_root = preflight.check(config, runs, tmp_path / "scratch", tmp_path, euid=0)
+    assert any(f.startswith("loop devices") for f in as_root.machine) or any("loop devices" in p for p in as_root.problems)
