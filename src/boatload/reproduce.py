@@ -157,6 +157,21 @@ def _snakemake(argv: list[str], progress: Progress | None) -> int:
     return child.wait()
 
 
+def _cleanup(when: str) -> None:
+    """Undo what dead runs left (a killed earlier run, or this one's jobs)."""
+    from boatload.cleanup import cleanup
+    from boatload.paths import scratch_dir
+    from boatload.targets import TargetError
+
+    if not scratch_dir().exists():
+        return
+    try:
+        for line in cleanup(scratch_dir()):
+            _say(f"cleanup {when}: {line}")
+    except TargetError as exc:
+        _say(f"cleanup {when}: {exc}; `make clean-mounts` as root undoes it")
+
+
 def main(configfile: str, extra: list[str], dry_run: bool = False) -> int:
     root = Path.cwd().resolve()
     if not (root / "Snakefile").is_file():
@@ -171,18 +186,13 @@ def main(configfile: str, extra: list[str], dry_run: bool = False) -> int:
     lock = take_run_lock(root)
     clear_stale_lock(root)
     started = time.monotonic()
-    from boatload.cleanup import cleanup
-    from boatload.paths import scratch_dir
-
-    for line in cleanup(scratch_dir()) if scratch_dir().exists() else []:
-        _say(f"cleanup before the run: {line}")
+    _cleanup("before the run")
     try:
         progress = Progress(config, root)
     except ConfigError:
         progress = None  # the workflow's preflight says what is wrong
     status = _snakemake(argv, progress)
-    for line in cleanup(scratch_dir()) if scratch_dir().exists() else []:
-        _say(f"cleanup: {line}")
+    _cleanup("after the run")
     lock.close()
     took = _clock(time.monotonic() - started)
     if status == 0 and (root / PDF).is_file():
