@@ -49,7 +49,7 @@ env: $(VENV)/.synced
 
 $(VENV)/.synced: pyproject.toml uv.lock | bootstrap
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || \
-	  python3 -m pip install --quiet uv || python3 -m pip install --quiet --break-system-packages uv
+	  python3 -m pip install --quiet uv 2>/dev/null || python3 -m pip install --quiet --break-system-packages uv
 	$(UV) sync --frozen
 	@touch $@
 
