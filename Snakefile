@@ -12,6 +12,7 @@ from pathlib import Path
 from boatload.config import ConfigError, validate
 from boatload.paths import scratch_dir
 from boatload.preflight import preflight
+from boatload.reproduce import clear_stale_lock, locks_matter
 
 # The quick scale unless --configfile names another. Only one config file is
 # read: a second one would be deep-merged into the first and quietly inherit
@@ -25,6 +26,13 @@ try:
     validate(config)
 except ConfigError as exc:
     sys.exit(f"boatload: {exc}")
+
+# A second run of this clone is refused in one line naming the first, and a
+# lock that no live Snakemake of this clone holds (a killed run) is removed,
+# for a bare `snakemake` as for `make reproduce` (which checks the same first).
+# Snakemake takes its lock after reading this file.
+if locks_matter(sys.argv):
+    clear_stale_lock(Path.cwd().resolve())
 
 
 include: "workflow/rules/common.smk"

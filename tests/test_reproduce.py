@@ -200,3 +200,25 @@ def test_sigkill_mid_measurement_then_clean_mounts_then_reproduce_completes(make
     assert (make_clone / "results" / "paper" / "paper.pdf").read_bytes().startswith(b"%PDF")
     assert re.search(r"^boatload: progress: (\d+)/\1 runs measured", again.stderr, re.M), again.stderr[-3000:]
     assert ours_left(make_clone) == [] and boatload_cgroups() == [] and swaps_in(make_clone) == []
+
+
+@needs_root
+@pytest.mark.e2e
+def test_a_second_bare_snakemake_is_refused_naming_the_first(workdir, tmp_path):
+    configfile = write_config(workdir, "small.yaml", small_config)
+    log = tmp_path / "first.log"
+    first = subprocess.Popen([sys.executable, "-m", "snakemake", "--configfile", configfile], cwd=workdir,
+                             stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        wait_for(lambda: ours_left(workdir), 300, first, log)
+        second = snakemake(workdir, "--configfile", configfile)
+        assert second.returncode != 0
+        refused = [line for line in second.stderr.splitlines() if "another run of this clone" in line]
+        assert refused == [f"boatload: another run of this clone is in progress (snakemake pid {first.pid}); "
+                           "wait for it to end or stop it first"], second.stderr[-2000:]
+        # A dry run beside it is fine: it takes no lock.
+        assert snakemake(workdir, "--configfile", configfile, "-n").returncode == 0
+    finally:
+        os.killpg(first.pid, signal.SIGINT)
+        first.wait(timeout=120)
+    assert ours_left(workdir) == []

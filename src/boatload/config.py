@@ -41,6 +41,18 @@ def validate(config: dict) -> dict:
             prefix = f"{where}." if error.absolute_path else ""
             raise ConfigError(f"config: {prefix}{extra[0]}: unknown field (allowed: {', '.join(error.schema['properties'])})")
         raise ConfigError(f"config: {where}: {error.message}")
+    if not config["studies"]:
+        known = ", ".join(_schema()["properties"]["studies"]["properties"])
+        raise ConfigError(f"config: studies: empty, so there is nothing to run (known studies: {known})")
+    # Each target as provisioning will read it: kind and fs that go together,
+    # sizes mkfs accepts, options that apply to the kind.
+    from boatload.targets import TargetError, parse_target
+
+    for name, spec in config["targets"].items():
+        try:
+            parse_target(name, spec)
+        except TargetError as exc:
+            raise ConfigError(f"config: {exc}") from None
     for study, settings in config["studies"].items():
         for i, name in enumerate(settings.get("targets", [])):
             if name not in config["targets"]:

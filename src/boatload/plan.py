@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from boatload.config import ConfigError
 from boatload.studies import NAMES, study
+from boatload.targets import parse_target
 
 MiB = 1 << 20
 
@@ -87,16 +88,17 @@ class Needs:
 
 def needs(run: Run) -> Needs:
     """Resources and tools of one run, from its target and its job."""
-    job, target = run.job, run.job["target"]
+    job = run.job
     out = Needs()
-    kind, fs = target.get("kind"), target.get("fs")
+    spec = parse_target(run.target, {k: v for k, v in job["target"].items() if k != "name"})
+    kind, fs = spec.kind, spec.fs
     if kind == "loop":
         out.loop = out.mount = True
-        out.scratch_bytes += int(target.get("size_mb", 0)) * MiB
+        out.scratch_bytes += spec.size_mb * MiB
         out.scratch_fields.append(f"targets.{run.target}.size_mb")
         out.tools |= {f"mkfs.{fs}", "losetup", "mount", "umount"}
-        if target.get("log"):
-            out.shm_bytes += int(target["log"].get("size_mb", 0)) * MiB
+        if spec.log_size_mb:
+            out.shm_bytes += spec.log_size_mb * MiB
     elif kind == "tmpfs":
         out.mount = True
         out.tools |= {"mount", "umount"}
@@ -122,8 +124,8 @@ ESTIMATE_MKFS_MB_PER_S = 2000
 
 def estimate_s(run: Run) -> float:
     """A rough duration of one run: its target's provisioning and its study's model of the measurement."""
-    target = run.job["target"]
-    provision = ESTIMATE_PROVISION_S.get(target.get("kind"), 0.0)
-    if target.get("kind") == "loop":
-        provision += int(target.get("size_mb", 0)) / ESTIMATE_MKFS_MB_PER_S
+    spec = parse_target(run.target, {k: v for k, v in run.job["target"].items() if k != "name"})
+    provision = ESTIMATE_PROVISION_S.get(spec.kind, 0.0)
+    if spec.kind == "loop":
+        provision += spec.size_mb / ESTIMATE_MKFS_MB_PER_S
     return provision + float(study(run.study).estimate_s(run.job))

@@ -104,7 +104,19 @@ def clear_stale_lock(root: Path) -> None:
     for lock in locks:
         lock.unlink(missing_ok=True)
     if locks:
-        _say(f"removed a stale Snakemake lock ({LOCKS}, {len(locks)} files): no snakemake process of this clone is alive")
+        _say(f"removed a stale Snakemake lock ({LOCKS}, {len(locks)} file{'s' if len(locks) > 1 else ''}): "
+             "no snakemake process of this clone is alive")
+
+
+def locks_matter(argv: list[str]) -> bool:
+    """Whether a Snakemake with these arguments takes the lock: not a dry run, not --unlock
+    (which removes it), not a report or a summary of what exists."""
+    readonly = {"--dry-run", "--dryrun", "--unlock", "--report", "--summary", "--detailed-summary",
+                "--list-rules", "--list", "--dag", "--rulegraph", "--filegraph", "--lint"}
+    for arg in argv[1:]:
+        if arg in readonly or (arg.startswith("-") and not arg.startswith("--") and "n" in arg[1:]):
+            return False
+    return True
 
 
 class Progress:
