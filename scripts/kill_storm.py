@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Kill storm: run the workflow again and again and signal it at a random
+moment, then check that it left nothing behind.
+
+Each round starts a run (`make reproduce` or a bare `snakemake`, in turn)
+from empty results in a clone of this repository, waits a random time and
+sends SIGINT, SIGTERM or SIGKILL to its whole process group. After INT or
+TERM nothing of the clone may be left: no mount, loop device, cgroup, swap
+file or /dev/shm log image. After KILL, one `make clean-mounts` must leave
+nothing. At the end an undisturbed `make reproduce` must complete with the
+paper.
+
+    .venv/bin/python scripts/kill_storm.py --kills 50 --seed 7
+
+The clone is a `git clone` of the committed HEAD with this checkout's
+environment (.venv) and worker build; nothing in this checkout is touched.
+Exit status 1 if any round left something, hung, or the final run failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SIGNALS = {"INT": signal.SIGINT, "TERM": signal.SIGTERM, "KILL": signal.SIGKILL}
+# How long a run may take to stop after INT or TERM before the round counts as hung.
+STOP_TIMEOUT_S = 120
+
+
+def make_clone(where: Path) -> Path:
+    clone = where / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--local", str(ROOT), str(clone)], check=True)
+    (clone / ".venv").symlink_to(ROOT / ".venv")
+    shutil.copytree(ROOT / "native" / "build", clone / "native" / "build", symlinks=True)
+    return clone
+
+
+def leftovers(clone: Path) -> list[str]:
+    """Everything of the clone's runs still on the machine."""
+    scratch = (clone / "results" / "scratch").resolve()
+    shm = Path("/dev/shm") / f"boatload-{hashlib.sha256(os.fsencode(str(scratch))).hexdigest()[:16]}"
+    found = [f"mount {line.split()[4]}" for line in Path("/proc/self/mountinfo").read_text().splitlines()
+             if str(scratch) in line.split()[4]]
+    loops = subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout.splitlines()
+    found += [f"loop {line}" for line in loops if str(scratch) in line or str(shm) in line]
+    found += [f"swap {line.split()[0]}" for line in Path("/proc/swaps").read_text().splitlines()[1:]
+              if str(scratch) in line]
+    found += [f"cgroup {p}" for p in Path("/sys/fs/cgroup").glob("**/boatload-*") if p.is_dir()]
+    found += [f"log images {p}" for p in shm.glob("*")] if shm.is_dir() else []
+    found += [f"swap file {p}" for p in (scratch / "swap").glob("swap-*")] if (scratch / "swap").is_dir() else []
+    return found
+
+
+def fresh_results(clone: Path) -> None:
+    for name in ("data/runs", "results"):
+        path = clone / name
+        if path.exists() and not leftovers(clone):
+            shutil.rmtree(path)
+
+
+def start(clone: Path, via: str, config: str, log: Path) -> subprocess.Popen:
+    env = {**os.environ, "PATH": f"{clone / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    env.pop("BOATLOAD_ROOT", None), env.pop("BOATLOAD_SCRATCH", None)
+    argv = (["make", "reproduce", f"CONFIG={config}"] if via == "make"
+            else [str(clone / ".venv" / "bin" / "snakemake"), "--configfile", config])
+    return subprocess.Popen(argv, cwd=clone, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def last_job(log: Path) -> str:
+    """What the run was doing: the last rule Snakemake started."""
+    rules = [line.split()[-1].rstrip(":") for line in log.read_text(errors="replace").splitlines()
+             if line.startswith(("rule ", "localrule "))]
+    return rules[-1] if rules else "(before the first job)"
+
+
+def one_round(clone: Path, n: int, via: str, sig: str, delay: float, config: str, logs: Path) -> dict:
+    fresh_results(clone)
+    log = logs / f"round-{n:03d}-{via}-{sig}.log"
+    proc = start(clone, via, config, log)
+    t0 = time.monotonic()
+    try:
+        proc.wait(timeout=delay)
+        ended_first = True
+    except subprocess.TimeoutExpired:
+        ended_first = False
+        os.killpg(proc.pid, SIGNALS[sig])
+    hung = False
+    try:
+        proc.wait(timeout=STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        hung = True
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    stopped_s = time.monotonic() - t0 - delay
+    record = {"round": n, "via": via, "signal": sig, "at_s": round(delay, 2), "doing": last_job(log),
+              "ended_before_signal": ended_first, "exit": proc.returncode, "stop_s": round(stopped_s, 2),
+              "hung": hung}
+    # The group may still hold processes that outlive their leader (jobs of a killed Snakemake).
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _group_alive(proc.pid):
+        time.sleep(0.1)
+    record["left"] = leftovers(clone)
+    if sig == "KILL" or hung:
+        clean = subprocess.run(["make", "clean-mounts"], cwd=clone, capture_output=True, text=True,
+                               env={**os.environ, "PATH": f"{clone / '.venv' / 'bin'}:{os.environ['PATH']}"})
+        record["clean_mounts_exit"] = clean.returncode
+        record["left_after_clean_mounts"] = leftovers(clone)
+    return record
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def failed(record: dict) -> bool:
+    if record["hung"]:
+        return True
+    if record["signal"] == "KILL":
+        return bool(record["left_after_clean_mounts"]) or record["clean_mounts_exit"] != 0
+    return bool(record["left"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kills", type=int, default=10, help="rounds with a signal (default %(default)s)")
+    p.add_argument("--seed", type=int, default=1, help="seeds the signals, the moments and the order (default %(default)s)")
+    p.add_argument("--config", default="config/ci.yaml", help="the workflow's config (default %(default)s)")
+    p.add_argument("--via", choices=["make", "snakemake", "both"], default="both",
+                   help="make reproduce, bare snakemake, or each in turn (default %(default)s)")
+    p.add_argument("--window", type=float, nargs=2, default=[2.0, 42.0], metavar=("FROM", "TO"),
+                   help="seconds after the start the signal lands, uniformly (default %(default)s)")
+    p.add_argument("--signals", default="INT,TERM,KILL", help="which signals, comma-separated (default %(default)s)")
+    p.add_argument("--json", help="write every round's record here")
+    p.add_argument("--keep", action="store_true", help="keep the clone and the logs")
+    args = p.parse_args(argv)
+    if os.geteuid() != 0:
+        raise SystemExit("kill_storm: needs root (the runs mount file systems)")
+    signals = args.signals.split(",")
+    if unknown := set(signals) - set(SIGNALS):
+        raise SystemExit(f"kill_storm: --signals: unknown {', '.join(sorted(unknown))} (known: INT, TERM, KILL)")
+    rng = random.Random(args.seed)
+    where = Path(tempfile.mkdtemp(prefix="boatload-storm-", dir="/var/tmp"))
+    clone = make_clone(where)
+    logs = where / "logs"
+    logs.mkdir()
+    records = []
+    for n in range(1, args.kills + 1):
+        via = args.via if args.via != "both" else ("make" if n % 2 else "snakemake")
+        record = one_round(clone, n, via, rng.choice(signals), rng.uniform(*args.window), args.config, logs)
+        records.append(record)
+        verdict = "FAIL" if failed(record) else "ok"
+        left = record.get("left_after_clean_mounts", record["left"])
+        print(f"{n:3d} {via:9s} {record['signal']:4s} at {record['at_s']:5.1f} s in {record['doing']:<22s} "
+              f"stopped in {record['stop_s']:5.1f} s, left {len(record['left'])}"
+              + (f", after clean-mounts {len(left)}" if "left_after_clean_mounts" in record else "")
+              + f"  {verdict}" + (f"  {left}" if verdict == "FAIL" else ""), flush=True)
+    fresh_results(clone)
+    final_log = logs / "final.log"
+    final = start(clone, "make", args.config, final_log)
+    final.wait()
+    pdf = clone / "results" / "paper" / "paper.pdf"
+    complete = final.returncode == 0 and pdf.is_file() and pdf.read_bytes().startswith(b"%PDF")
+    print(f"final undisturbed run: exit {final.returncode}, paper {'made' if complete else 'missing'}, "
+          f"left {len(leftovers(clone))}")
+    bad = [r for r in records if failed(r)]
+    summary = {"seed": args.seed, "kills": args.kills, "config": args.config, "via": args.via,
+               "window": args.window, "failed_rounds": len(bad), "final_complete": complete, "rounds": records}
+    if args.json:
+        Path(args.json).write_text(json.dumps(summary, indent=2) + "\n")
+    counts = {s: sum(r["signal"] == s for r in records) for s in signals}
+    print(f"{args.kills} rounds ({', '.join(f'{k} {v}' for k, v in counts.items())}), seed {args.seed}: "
+          f"{len(bad)} left something or hung; final run {'complete' if complete else 'FAILED'}")
+    if args.keep or bad or not complete:
+        print(f"clone and logs kept in {where}", file=sys.stderr)
+    else:
+        shutil.rmtree(where)
+    return 0 if not bad and complete else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
