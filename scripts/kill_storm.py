@@ -157,6 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     where = Path(tempfile.mkdtemp(prefix="boatload-storm-", dir="/var/tmp"))
     clone = make_clone(where)
+    if not (clone / args.config).is_file():  # a config of one's own, outside the repository
+        if not Path(args.config).is_file():
+            raise SystemExit(f"kill_storm: --config: no such file {args.config}")
+        shutil.copy(args.config, clone / "config" / "storm.yaml")
+        args.config = "config/storm.yaml"
     logs = where / "logs"
     logs.mkdir()
     records = []

@@ -1,0 +1,47 @@
+"""The kill storm (scripts/kill_storm.py): signals at random moments leave
+nothing behind, and a run after them completes. CI runs a few rounds on three
+studies; BOATLOAD_FULL=1 runs more rounds on the whole ci config."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from conftest import ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.e2e,
+              pytest.mark.skipif(os.geteuid() != 0, reason="the runs mount file systems: needs root")]
+FULL = os.environ.get("BOATLOAD_FULL") == "1"
+
+
+def test_kill_storm_leaves_nothing_and_the_next_run_completes(tmp_path):
+    config = yaml.safe_load((ROOT / "config" / "ci.yaml").read_text())
+    if not FULL:
+        # Loop images, a memory cgroup and a swap file in about a minute a run.
+        studies = config["studies"]
+        studies["forest"]["methods"] = ["worker-1t", "python", "tar"]
+        config["studies"] = {name: studies[name] for name in ("forest", "degradation", "tmpfs")}
+    configfile = tmp_path / "storm.yaml"
+    configfile.write_text(yaml.safe_dump(config))
+    report = tmp_path / "storm.json"
+    kills, window = (12, ["2", "42"]) if FULL else (4, ["3", "25"])
+    # Seed 6 gives KILL, TERM, INT, KILL in the first four rounds.
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "kill_storm.py"), "--kills", str(kills), "--seed", "6",
+         "--window", *window, "--config", str(configfile), "--json", str(report)],
+        capture_output=True, text=True, timeout=3600,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    summary = json.loads(report.read_text())
+    assert summary["failed_rounds"] == 0 and summary["final_complete"]
+    rounds = summary["rounds"]
+    assert len(rounds) == kills
+    assert {r["signal"] for r in rounds} == {"INT", "TERM", "KILL"}
+    assert {r["via"] for r in rounds} == {"make", "snakemake"}
+    # Signals that landed mid-run, not after it ended.
+    assert sum(not r["ended_before_signal"] for r in rounds) >= kills // 2
+    for r in rounds:
+        assert r["left"] == [] or (r["signal"] == "KILL" and r["left_after_clean_mounts"] == [])
