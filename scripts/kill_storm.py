@@ -12,8 +12,8 @@ paper.
 
     .venv/bin/python scripts/kill_storm.py --kills 50 --seed 7
 
-The clone is a `git clone` of the committed HEAD with this checkout's
-environment (.venv) and worker build; nothing in this checkout is touched.
+The clone is a `git clone` of the committed HEAD with its own environment
+and worker build; nothing in this checkout is touched.
 Exit status 1 if any round left something, hung, or the final run failed.
 """
 
@@ -39,10 +39,11 @@ STOP_TIMEOUT_S = 120
 
 
 def make_clone(where: Path) -> Path:
+    """A clone of the committed HEAD with its own environment (uv's cache makes that quick)
+    and worker: a shared .venv would be re-pointed at the clone's sources by its uv sync."""
     clone = where / "clone"
     subprocess.run(["git", "clone", "--quiet", "--local", str(ROOT), str(clone)], check=True)
-    (clone / ".venv").symlink_to(ROOT / ".venv")
-    shutil.copytree(ROOT / "native" / "build", clone / "native" / "build", symlinks=True)
+    subprocess.run(["make", "--silent", "env", "worker"], cwd=clone, check=True, stdout=subprocess.DEVNULL)
     return clone
 
 

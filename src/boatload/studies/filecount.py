@@ -44,7 +44,7 @@ from pathlib import Path
 
 import polars as pl
 
-from boatload import system
+from boatload import capacity, system
 from boatload.config import ConfigError
 from boatload.peers import fio
 from boatload.studies import adjacent
@@ -77,11 +77,36 @@ def point_id(files: int, mode: str) -> str:
     return f"k{files:02d}-{mode}"
 
 
+MiB = 1 << 20
+# O_DIRECT transfers must be aligned to the logical block size; 4096 covers
+# every target here (loop devices take the 4 KiB block size of the image's fs).
+DIRECT_ALIGN = 4096
+
+
+def _check(config: dict, s: dict) -> None:
+    """What the settings ask of the targets, before any run."""
+    study = config["studies"]["filecount"]
+    if "direct" in s["modes"] and s["xfer"] % DIRECT_ALIGN:
+        raise ConfigError(f"config: studies.filecount.xfer: {s['xfer']} bytes is not a multiple of {DIRECT_ALIGN}, "
+                          "which O_DIRECT (modes: direct) needs")
+    kinds = {config["targets"][t]["kind"] for t in study["targets"]}
+    if s["modes"] == ["direct"] and kinds == {"tmpfs"}:
+        raise ConfigError("config: studies.filecount.modes: direct only, on tmpfs targets only, where every point "
+                          "is skipped (tmpfs has no O_DIRECT of its own): nothing would be measured")
+    for name in study["targets"]:
+        most = max(study["files"])
+        capacity.check({"name": name, **config["targets"][name]}, study="filecount", files=most + 2,
+                       data_bytes=int(most * s["file_size_mb"] * MiB * 1.03),
+                       what=f"{most} files of {s['file_size_mb']} MiB",
+                       lower="studies.filecount.file_size_mb or studies.filecount.files")
+
+
 def jobs(config: dict) -> list[dict]:
     """Every run at this config's scale: target x files x mode x repetition,
     each job measuring with the worker and every peer (`tools`, in run order)."""
     study = config["studies"]["filecount"]
     s = _settings(config)
+    _check(config, s)
     tools = [WORKER] + [TOOLS[p] for p in s["peers"]]
     return [
         {

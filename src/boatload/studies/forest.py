@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from boatload import creators
+from boatload import capacity, creators
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
 from boatload.targets import Provisioned
@@ -97,10 +97,27 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
     }
 
 
+def forest_size(shape: list[int]) -> tuple[int, int]:
+    """(files, directories) of a forest of this shape, its root directory included."""
+    files, dirs, level = 1, 1, 1
+    for n in shape[:-1]:
+        level *= n
+        dirs += level
+    for n in shape:
+        files *= n
+    return files, dirs
+
+
 def jobs(config: dict) -> list[dict]:
     """Every run of the study at this config's scale: target x method x repetition."""
     study = config["studies"]["forest"]
     reps = study.get("repetitions", config["repetitions"])
+    files, dirs = forest_size(study["shape"])
+    for name in study["targets"]:
+        # Empty files take an inode each; each directory at least a block.
+        capacity.check({"name": name, **config["targets"][name]}, study="forest", files=files + dirs + 16,
+                       data_bytes=dirs * 4096, what=f"{files:,} empty files in {dirs:,} directories",
+                       lower="studies.forest.shape")
     return [
         {
             "study": "forest",

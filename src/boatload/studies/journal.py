@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from boatload import capacity
 from boatload.runner import run_job
 from boatload.targets import Provisioned
 from boatload.worker import WorkerError, run_worker
@@ -108,6 +109,11 @@ def jobs(config: dict) -> list[dict]:
     """Every run at this config's scale: target x repetition."""
     study = config["studies"]["journal"]
     reps = study.get("repetitions", config["repetitions"])
+    files, size, dirs = study["files"], study.get("file_size", 1024), study.get("dirs", 0)
+    for name in study["targets"]:
+        capacity.check({"name": name, **config["targets"][name]}, study="journal", files=files + dirs + 16,
+                       data_bytes=files * -(-max(size, 1) // 4096) * 4096,
+                       what=f"{files:,} files of {size:,} bytes", lower="studies.journal.files")
     return [
         {
             "study": "journal",
