@@ -222,3 +222,49 @@ def test_a_second_bare_snakemake_is_refused_naming_the_first(workdir, tmp_path):
         os.killpg(first.pid, signal.SIGINT)
         first.wait(timeout=120)
     assert ours_left(workdir) == []
+
+
+@needs_root
+@pytest.mark.e2e
+def test_a_full_scratch_fails_its_run_keeps_the_others_and_says_why(workdir, tmp_path, monkeypatch):
+    # A real tmpfs scratch with room for 2,000 inodes: a plain-directory target
+    # there fills it long before its 10,000 files; a tmpfs target is its own mount.
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,nr_inodes=2000", "boatload-test", str(scratch)],
+                   check=True)
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(scratch))
+    try:
+        def forest_on(*targets):
+            def edit(config):
+                config["targets"]["plain"] = {"kind": "dir", "fs": "dir"}
+                config["studies"] = {"forest": {**config["studies"]["forest"], "targets": list(targets),
+                                                "methods": ["worker-1t"], "shape": [10, 1000]}}
+            return edit
+
+        def reproduce(configfile):
+            return subprocess.run([sys.executable, "-m", "boatload.cli", "reproduce", "--configfile", configfile],
+                                  cwd=workdir, capture_output=True, text=True, timeout=900)
+
+        first = reproduce(write_config(workdir, "roomy.yaml", forest_on("tmpfs")))
+        assert first.returncode == 0, first.stderr[-3000:]
+        host = next((workdir / "data" / "runs").iterdir())
+        earlier = {p: p.read_bytes() for p in (host / "forest").rglob("rep*.json")}
+        assert earlier
+
+        second = reproduce(write_config(workdir, "full.yaml", forest_on("tmpfs", "plain")))
+        assert second.returncode != 0
+        last = second.stderr.rstrip().splitlines()[-1]
+        assert re.match(r"boatload: stopped after \S+: forest \S+/forest/plain/worker-1t/rep1\.json failed: "
+                        r".*(No space left on device|ENOSPC).* \(kept in \S+\)$", last), last
+        kept = Path(re.search(r"\(kept in (\S+)\)$", last).group(1))
+        doc = yaml.safe_load((workdir / kept if not kept.is_absolute() else kept).read_text())
+        assert doc["result"]["status"] == "error"
+        assert 0 < doc["result"]["files"] < 10_000  # the files made before the scratch was full
+        assert {p: p.read_bytes() for p in (host / "forest").rglob("rep*.json")} == earlier
+        assert not (host / "forest" / "plain").exists()
+        assert [m for m in ours_left(scratch) if f" {scratch} " not in m] == []
+        plain_dirs = scratch / "dirs"  # the plain-directory target, torn down
+        assert not plain_dirs.exists() or list(plain_dirs.iterdir()) == []
+    finally:
+        subprocess.run(["umount", str(scratch)], check=True)

@@ -66,7 +66,15 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     if not scratch.exists():
         print(f"boatload cleanup: nothing to do ({scratch} does not exist)")
         return 0
-    actions = cleanup(scratch, force=args.force)
+    from boatload.targets import TargetError
+
+    try:
+        actions = cleanup(scratch, force=args.force)
+    except TargetError as exc:  # NeedsRoot included: one line, what was done before it
+        for line in getattr(exc, "done", []):
+            print(f"boatload cleanup: {line}")
+        print(f"boatload cleanup: could not finish: {exc}", file=sys.stderr)
+        return 1
     for line in actions:
         print(f"boatload cleanup: {line}")
     if not actions:

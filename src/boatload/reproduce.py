@@ -35,6 +35,8 @@ RUN_LOCK = Path(".snakemake/boatload-reproduce.lock")
 # (about 15-40 s a study on 2 cores): only for the time-left estimate.
 ANALYSIS_ESTIMATE_S = 30.0
 STEPS_LINE = re.compile(r"^\d+ of \d+ steps")
+# `boatload run` says so when a run failed (cli._cmd_run); the last line repeats it.
+FAILED_RUN = re.compile(r"^boatload run: (?P<what>.* failed: .*)$")
 
 
 def _say(line: str) -> None:
@@ -148,7 +150,7 @@ class Progress:
                 f"about {_clock(remaining)} left")
 
 
-def _snakemake(argv: list[str], progress: Progress | None) -> int:
+def _snakemake(argv: list[str], progress: Progress | None, failures: list[str]) -> int:
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
 
     # Ctrl-C reaches Snakemake through the process group; a SIGTERM or SIGHUP
@@ -162,6 +164,8 @@ def _snakemake(argv: list[str], progress: Progress | None) -> int:
     signal.signal(signal.SIGHUP, forward)
     for line in child.stdout:
         sys.stderr.write(line)
+        if failed := FAILED_RUN.match(line.rstrip("\n")):
+            failures.append(failed["what"])
         if progress and STEPS_LINE.match(line):
             update = progress.line()
             if update:
@@ -203,12 +207,15 @@ def main(configfile: str, extra: list[str], dry_run: bool = False) -> int:
         progress = Progress(config, root)
     except ConfigError:
         progress = None  # the workflow's preflight says what is wrong
-    status = _snakemake(argv, progress)
+    failures: list[str] = []
+    status = _snakemake(argv, progress, failures)
     _cleanup("after the run")
     lock.close()
     took = _clock(time.monotonic() - started)
     if status == 0 and (root / PDF).is_file():
         _say(f"done in {took}: {PDF}")
+    elif failures:
+        _say(f"stopped after {took}: {failures[-1]}")
     else:
         _say(f"stopped after {took} (snakemake exit {status}); the paper was not made")
     return status
