@@ -29,6 +29,7 @@ test: env worker test-native test-python
 test-native:
 	$(MAKE) -C native test
 	$(MAKE) -C native test-sanitize
+	$(MAKE) -C native fuzz-smoke
 
 test-python: env worker
 	pytest

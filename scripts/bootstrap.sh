@@ -39,6 +39,7 @@ if [ "$purpose" = test ]; then
     want nix-instantiate nix-bin      # the flake parse check
     want debootstrap debootstrap      # the fresh-machine test
     want git git                      # the tests clone the repository
+    want clang "clang libclang-rt-14-dev"  # make -C native fuzz-smoke; the runtimes (libclang_rt.fuzzer, asan, ubsan) have no command
 fi
 [ -z "$missing_packages" ] && exit 0
 
