@@ -12,8 +12,8 @@ unsigned shape_name_width(uint64_t count, unsigned min_width)
     return w < min_width ? min_width : w;
 }
 
-/* Totals and name widths (with overflow checks: at most 2^63 - 1 files so
- * that JSON consumers are safe). */
+/* Totals and name widths (with overflow checks: at most 2^63 - 1 files and
+ * as many directories, so that JSON consumers are safe). */
 static int shape_finish(struct shape *out)
 {
     const uint64_t limit = INT64_MAX;
@@ -21,8 +21,9 @@ static int shape_finish(struct shape *out)
     for (unsigned l = 0; l < out->nlevels; l++) {
         if (__builtin_mul_overflow(prod, out->fan[l], &prod) || prod > limit)
             return -1;
-        if (l + 1 < out->nlevels)
-            dirs += prod; /* dirs <= 2*prod of the last dir level: no overflow */
+        /* levels of fan-out 1 repeat prod: dirs can pass 2^63 and 2^64 */
+        if (l + 1 < out->nlevels && (__builtin_add_overflow(dirs, prod, &dirs) || dirs > limit))
+            return -1;
         out->width[l] = shape_name_width(out->fan[l], l + 1 < out->nlevels ? 3 : 6);
     }
     out->files = prod;
@@ -82,7 +83,7 @@ int shape_parse(const char *s, struct shape *out, char *err, size_t errlen)
         p++;
     }
     if (shape_finish(out) != 0) {
-        snprintf(err, errlen, "too many files (more than 2^63-1), got '%s'", s);
+        snprintf(err, errlen, "too many files or directories (more than 2^63-1), got '%s'", s);
         return -1;
     }
     return 0;

@@ -32,6 +32,7 @@ void test_hist_merge_and_moments(void);
 /* test_shape.c */
 void test_shape_parse_good(void);
 void test_shape_parse_bad(void);
+void test_shape_dirs_limit(void);
 void test_shape_names(void);
 void test_cli_parse(void);
 void test_perm(void);

@@ -19,6 +19,7 @@ static const struct test tests[] = {
     T(test_hist_merge_and_moments),
     T(test_shape_parse_good),
     T(test_shape_parse_bad),
+    T(test_shape_dirs_limit),
     T(test_shape_names),
     T(test_cli_parse),
     T(test_perm),

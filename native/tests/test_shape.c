@@ -49,6 +49,32 @@ void test_shape_parse_bad(void)
     }
 }
 
+/* Found by fuzz_shape: the directory total was not checked. A shape whose
+ * files fit in 2^63-1 could have more directories than that (levels of
+ * fan-out 1 repeat the same count), and past 2^64 the count wrapped:
+ * "1000000000000x9223372x1x1x1x1" reported 852580896768 directories. */
+void test_shape_dirs_limit(void)
+{
+    struct shape s;
+    char err[256];
+    static const char *bad[] = {
+        "660094961x7960094961x1x1",       /* 1.05e19 directories (the fuzzer's input) */
+        "1000000000000x9223372x1x1x1x1",  /* 3.7e19: wrapped past 2^64 */
+        "3037000499x3037000499x1x1",      /* 2^63-1 < 1.8e19 < 2^64 */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        err[0] = '\0';
+        CHECKF(shape_parse(bad[i], &s, err, sizeof err) != 0, "'%s' accepted with %llu dirs", bad[i],
+               (unsigned long long)s.dirs);
+        CHECKF(strstr(err, "2^63-1") != NULL, "'%s': message '%s'", bad[i], err);
+    }
+    /* just inside: 3037000499^2 files, 3037000499 + 3037000499^2 directories */
+    CHECK(shape_parse("3037000499x3037000499x1", &s, err, sizeof err) == 0);
+    CHECK(s.files == 9223372030926249001ull && s.dirs == 9223372033963249500ull);
+    uint64_t fan[4] = {3037000499ull, 3037000499ull, 1, 1};
+    CHECK(shape_from_fans(&s, fan, 4) != 0);
+}
+
 void test_shape_names(void)
 {
     struct shape s;
