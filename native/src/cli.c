@@ -92,6 +92,16 @@ void cli_format_size(uint64_t v, char *buf, size_t len)
     snprintf(buf, len, "%llu", (unsigned long long)v);
 }
 
+int cli_shown_len(const char *s, size_t len)
+{
+    if (len <= CLI_SHOWN_MAX)
+        return (int)len;
+    size_t n = CLI_SHOWN_MAX;
+    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80) /* s[n] continues a character */
+        n--;
+    return (int)n;
+}
+
 static struct opt_spec *find(struct opt_spec *specs, const char *name, size_t len)
 {
     for (struct opt_spec *s = specs; s->type != OPT_END; s++)
@@ -113,14 +123,17 @@ int cli_parse(int argc, char **argv, struct opt_spec *specs, char *err, size_t e
     for (int i = 0; i < argc; i++) {
         const char *arg = argv[i];
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-            snprintf(err, errlen, "%s: unexpected argument", arg);
+            size_t alen = strlen(arg);
+            snprintf(err, errlen, "%.*s%s: unexpected argument", cli_shown_len(arg, alen), arg,
+                     alen > CLI_SHOWN_MAX ? "..." : "");
             return -1;
         }
         const char *eq = strchr(arg, '=');
         size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
         struct opt_spec *s = find(specs, arg, nlen);
         if (!s) {
-            snprintf(err, errlen, "%.*s: unknown argument", (int)nlen, arg);
+            snprintf(err, errlen, "%.*s%s: unknown argument", cli_shown_len(arg, nlen), arg,
+                     nlen > CLI_SHOWN_MAX ? "..." : "");
             return -1;
         }
         if (s->seen) {

@@ -53,6 +53,14 @@ int cli_parse_size(const char *s, uint64_t *out);
 /* Shortest exact rendering of a byte count: "1G", "4K", "1000". */
 void cli_format_size(uint64_t v, char *buf, size_t len);
 
+/* A message that quotes an argument before its reason ("X: unknown
+ * argument") shows at most CLI_SHOWN_MAX bytes of it, then "...", so that
+ * the reason always fits in CLI_ERR_MAX. cli_shown_len gives how many
+ * bytes of s (len bytes) to show: all, or CLI_SHOWN_MAX cut back to the
+ * start of a UTF-8 character. */
+#define CLI_SHOWN_MAX 64
+int cli_shown_len(const char *s, size_t len);
+
 /* Print "boatload-worker: <msg>" as one line to stderr. */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -67,6 +67,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
         if (strcmp(argv[1], workloads[i].name) == 0)
             return workloads[i].run(argc - 2, argv + 2);
-    cli_error("%s: unknown workload (expected: tree, meta, seqio, randio)", argv[1]);
+    size_t len = strlen(argv[1]);
+    cli_error("%.*s%s: unknown workload (expected: tree, meta, seqio, randio)", cli_shown_len(argv[1], len), argv[1],
+              len > CLI_SHOWN_MAX ? "..." : "");
     return EXIT_USAGE;
 }

@@ -45,6 +45,7 @@ void test_int_counts_and_names(void);
 void test_int_random_same_set(void);
 void test_int_nonempty_exit2(void);
 void test_int_bad_args_exit2(void);
+void test_int_long_argument_keeps_reason(void);
 void test_int_symlink_dir_not_followed(void);
 void test_int_symlink_file_not_followed(void);
 void test_int_out_file(void);

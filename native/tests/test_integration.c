@@ -369,6 +369,44 @@ void test_int_bad_args_exit2(void)
     free(d);
 }
 
+/* Found by fuzz_args: a message that quoted an argument before its reason
+ * ("X: unknown workload", "--X: unknown argument", "X: unexpected
+ * argument") lost the reason when the argument was long: the message was
+ * cut at 511 bytes. The argument is now shortened (64 bytes, a UTF-8
+ * boundary, then "..."), so the reason always comes through. */
+void test_int_long_argument_keeps_reason(void)
+{
+    char *d = make_tmpdir();
+    char name[700], opt[700], utf8[700];
+    memset(name, 'x', 600);
+    name[600] = '\0';
+    memcpy(opt, "--", 2);
+    memset(opt + 2, 'd', 598);
+    opt[600] = '\0';
+    /* 2-byte characters, one byte out of step: a cut at 64 bytes would split one */
+    utf8[0] = 'a';
+    for (int i = 1; i < 599; i += 2)
+        memcpy(utf8 + i, "\xc3\xa9", 2);
+    utf8[599] = '\0';
+    struct bad_args cases[] = {
+        {{name, NULL}, "...: unknown workload"},
+        {{"tree", "--dir", d, "--shape", "10", opt, NULL}, "...: unknown argument"},
+        {{"tree", "--dir", d, "--shape", "10", name, NULL}, "...: unexpected argument"},
+        {{"meta", utf8, NULL}, "...: unexpected argument"},
+    };
+    check_bad_args(d, cases, sizeof cases / sizeof cases[0]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct run r = run_worker_argv(cases[i].a);
+        /* "boatload-worker: " + 64 bytes at most + "..." + the reason */
+        CHECKF(strlen(r.err) < 17 + 64 + 3 + 80, "case %zu: %zu bytes: '%s'", i, strlen(r.err), r.err);
+        const char *dots = strstr(r.err, "...");
+        CHECKF(dots && ((unsigned char)dots[-1] & 0xC0) != 0xC0, "case %zu: a character cut: '%s'", i, r.err);
+        run_free(&r);
+    }
+    rm_rf(d);
+    free(d);
+}
+
 void test_int_symlink_dir_not_followed(void)
 {
     char *d = make_tmpdir(), *elsewhere = make_tmpdir();

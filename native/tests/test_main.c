@@ -42,6 +42,7 @@ static const struct test tests[] = {
     T(test_int_random_same_set),
     T(test_int_nonempty_exit2),
     T(test_int_bad_args_exit2),
+    T(test_int_long_argument_keeps_reason),
     T(test_int_symlink_dir_not_followed),
     T(test_int_symlink_file_not_followed),
     T(test_int_out_file),
