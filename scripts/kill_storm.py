@@ -57,10 +57,27 @@ def leftovers(clone: Path) -> list[str]:
     found += [f"loop {line}" for line in loops if str(scratch) in line or str(shm) in line]
     found += [f"swap {line.split()[0]}" for line in Path("/proc/swaps").read_text().splitlines()[1:]
               if str(scratch) in line]
-    found += [f"cgroup {p}" for p in Path("/sys/fs/cgroup").glob("**/boatload-*") if p.is_dir()]
+    found += [f"cgroup {p}" for p in ledger_cgroups(scratch) if Path(p).is_dir()]
     found += [f"log images {p}" for p in shm.glob("*")] if shm.is_dir() else []
     found += [f"swap file {p}" for p in (scratch / "swap").glob("swap-*")] if (scratch / "swap").is_dir() else []
     return found
+
+
+def ledger_cgroups(scratch: Path) -> list[str]:
+    """The memory cgroups the clone's runs made: its ledger records each before it exists
+    (other runs on the machine have cgroups of their own)."""
+    ledger = scratch / "ledger.jsonl"
+    if not ledger.is_file():
+        return []
+    paths = []
+    for line in ledger.read_text(errors="replace").splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if entry.get("op") == "create" and entry.get("kind") == "cgroup" and isinstance(entry.get("path"), str):
+            paths.append(entry["path"])
+    return sorted(set(paths))
 
 
 def fresh_results(clone: Path) -> None:
