@@ -663,10 +663,21 @@ def _check(argv: list[str], what: str, timeout: float = 600) -> None:
         raise MemoryLimitError(f"{what}: `{' '.join(r.args)}` failed ({_t._why(r)})")
 
 
-def _swapoff(path: Path, swapoff: str) -> bool:
-    if str(path) not in active_swaps():
-        return False
-    _check([swapoff, str(path)], "swapoff")
+def _swapoff(path: Path, swapoff: str, tries: int = 5) -> bool:
+    """swapoff, again for a bounded time if it fails (pages still coming back from a
+    cgroup whose processes are dying, or a moment without the memory to take them)."""
+    for attempt in range(tries):
+        if str(path) not in active_swaps():
+            return attempt > 0
+        try:
+            _check([swapoff, str(path)], "swapoff")
+            return True
+        except MemoryLimitError:
+            if str(path) not in active_swaps():
+                return True
+            if attempt == tries - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
     return True
 
 
