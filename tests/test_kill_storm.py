@@ -27,10 +27,10 @@ def test_kill_storm_leaves_nothing_and_the_next_run_completes(tmp_path):
     configfile = tmp_path / "storm.yaml"
     configfile.write_text(yaml.safe_dump(config))
     report = tmp_path / "storm.json"
-    kills, window = (12, ["2", "42"]) if FULL else (4, ["3", "25"])
-    # Seed 6 gives KILL, TERM, INT, KILL in the first four rounds.
+    kills, window = (12, ["2", "42"]) if FULL else (3, ["3", "25"])
+    # Seed 2 gives INT, TERM, KILL in the first three rounds.
     out = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "kill_storm.py"), "--kills", str(kills), "--seed", "6",
+        [sys.executable, str(ROOT / "scripts" / "kill_storm.py"), "--kills", str(kills), "--seed", "2",
          "--window", *window, "--config", str(configfile), "--json", str(report)],
         capture_output=True, text=True, timeout=3600,
     )
@@ -42,6 +42,6 @@ def test_kill_storm_leaves_nothing_and_the_next_run_completes(tmp_path):
     assert {r["signal"] for r in rounds} == {"INT", "TERM", "KILL"}
     assert {r["via"] for r in rounds} == {"make", "snakemake"}
     # Signals that landed mid-run, not after it ended.
-    assert sum(not r["ended_before_signal"] for r in rounds) >= kills // 2
+    assert sum(not r["ended_before_signal"] for r in rounds) >= (kills + 1) // 2
     for r in rounds:
         assert r["left"] == [] or (r["signal"] == "KILL" and r["left_after_clean_mounts"] == [])
