@@ -5,8 +5,8 @@ memory cgroup, mkswap, swapon, then a memory-limited worker paging out, then
 teardown. Each time the test notes which of our external tools was running and
 checks that no mount, loop device, cgroup or swap file is left, without any
 cleanup. One test signals as soon as each step is seen running (/proc; in CI
-each signal at every other step); the
-other at moments 0.3 s apart (every tenth in CI, all with BOATLOAD_FULL=1).
+each signal at every other step), the other at moments 0.3 s apart (every
+tenth in CI); BOATLOAD_FULL=1 runs them all.
 """
 
 import json
