@@ -18,6 +18,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +35,8 @@ RUN_LOCK = Path(".snakemake/boatload-reproduce.lock")
 # Notebooks, tables, blog pages and the paper after the last measurement
 # (about 15-40 s a study on 2 cores): only for the time-left estimate.
 ANALYSIS_ESTIMATE_S = 30.0
+# How long Snakemake may take to stop after a signal before it is pushed (see _snakemake).
+STOP_GRACE_S = 30.0
 STEPS_LINE = re.compile(r"^\d+ of \d+ steps")
 # `boatload run` says so when a run failed (cli._cmd_run); the last line repeats it.
 FAILED_RUN = re.compile(r"^boatload run: (?P<what>.* failed: .*)$")
@@ -153,15 +156,33 @@ class Progress:
 def _snakemake(argv: list[str], progress: Progress | None, failures: list[str]) -> int:
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
 
-    # Ctrl-C reaches Snakemake through the process group; a SIGTERM or SIGHUP
-    # sent to this process alone is passed on (Snakemake ends gracefully on it).
-    def forward(signum, frame):
-        if child.poll() is None:
-            child.send_signal(signal.SIGTERM)
+    # Signals to the process group (Ctrl-C, make, timeout, a batch system)
+    # reach Snakemake directly; this process does not pass them on again.
+    # Snakemake's SIGTERM handler takes its scheduler's lock, which the main
+    # thread may hold at that moment (a job dying of the same signal): it then
+    # never returns (seen in kill storms through make). So after any signal,
+    # a Snakemake that has not ended within STOP_GRACE_S gets SIGINT (its
+    # KeyboardInterrupt path cancels the jobs), and then SIGKILL.
+    def watchdog():
+        for escalate in (signal.SIGINT, signal.SIGKILL):
+            try:
+                child.wait(timeout=STOP_GRACE_S)
+                return
+            except subprocess.TimeoutExpired:
+                _say(f"snakemake (pid {child.pid}) has not stopped {STOP_GRACE_S:.0f} s after the signal; "
+                     f"sending it {escalate.name}")
+                child.send_signal(escalate)
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGHUP, forward)
+    def stop(signum, frame):
+        if child.poll() is None and not stopping.is_set():
+            stopping.set()
+            if os.getpgid(child.pid) != os.getpgrp():
+                child.send_signal(signum)
+            threading.Thread(target=watchdog, daemon=True).start()
+
+    stopping = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, stop)
     for line in child.stdout:
         sys.stderr.write(line)
         if failed := FAILED_RUN.match(line.rstrip("\n")):
