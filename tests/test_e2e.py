@@ -135,7 +135,8 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
 def test_ctrl_c_mid_run_leaves_no_mount_or_loop_device(workdir):
     config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())
     config["targets"]["ext4"]["size_mb"] = 256
-    config["studies"]["forest"].update(shape=[100, 1000], methods=["touch-each"], targets=["ext4"], time_cap_s=120)
+    # 50,000 files: a 256 MB ext4 image holds 65,536 inodes (the preflight refuses more)
+    config["studies"]["forest"].update(shape=[50, 1000], methods=["touch-each"], targets=["ext4"], time_cap_s=120)
     config["studies"] = {"forest": config["studies"]["forest"]}
     (workdir / "config" / "slow.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.Popen(

@@ -27,7 +27,7 @@ def test_kill_storm_leaves_nothing_and_the_next_run_completes(tmp_path):
     configfile = tmp_path / "storm.yaml"
     configfile.write_text(yaml.safe_dump(config))
     report = tmp_path / "storm.json"
-    kills, window = (12, ["2", "42"]) if FULL else (3, ["3", "25"])
+    kills, window = (12, ["2", "42"]) if FULL else (3, ["3", "15"])
     # Seed 2 gives INT, TERM, KILL in the first three rounds.
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "kill_storm.py"), "--kills", str(kills), "--seed", "2",
