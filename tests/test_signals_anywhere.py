@@ -139,9 +139,10 @@ def test_a_signal_while_each_step_runs_leaves_nothing(how, workdir, tmp_path):
         else:
             missed.append(tool)
     print(f"{how}: every step met but {missed or 'none'}")
-    # swapoff and umount run in teardown, after a signal too; the others must have been met.
-    assert set(missed) <= {"swapoff", "umount"}, missed
-    assert len(missed) < len(steps)
+    # mkfs and the worker run long enough to be met every time; of the steps that take
+    # milliseconds (losetup, mount, mkswap, swapon, swapoff, umount) one may slip by in three tries.
+    assert not {"mkfs.ext3", "boatload-worker"} & set(missed), missed
+    assert len(missed) <= 1, missed
 
 
 @pytest.mark.parametrize("how", ["INT to the group", "TERM to the run"])
