@@ -41,7 +41,9 @@ def bare_path() -> Path:
     bin_dir.mkdir()
     for name in BASICS:
         found = shutil.which(name, path="/usr/bin:/bin")
-        assert found, name
+        if found is None:
+            shutil.rmtree(top)
+            pytest.skip(f"no {name} in /usr/bin or /bin that another user could run")
         (bin_dir / name).symlink_to(found)
     # The script and the table it reads, where that user can read them (a clone may be under /root).
     for part in ("scripts/bootstrap.sh", "src/boatload/tools.py"):
