@@ -1,0 +1,317 @@
+"""The host as provisioning and cleanup see it: running a tool, the mount
+table, loop devices, file system types, and the names of what we create.
+boatload.targets re-exports all of it."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import hashlib
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from boatload.targetspec import (
+    MKFS,
+    SHM,
+    TargetError,
+    TargetSpec,
+)
+from boatload.tools import TOOLS
+from boatload.tools import find as find_command
+
+# --------------------------------------------------------------------------
+# tools, processes, system tables
+
+_ENV = dict(os.environ, LC_ALL="C")
+
+
+def _tool_entry(command: str):
+    for t in TOOLS:
+        if t.command == command:
+            return t
+    return None
+
+
+def _required_tools(spec: TargetSpec) -> list[str]:
+    if spec.kind == "tmpfs":
+        return ["mount", "umount"]
+    if spec.kind == "loop":
+        return [MKFS[spec.fs][0], "losetup", "mount", "umount"]
+    return []
+
+
+def _find_tool(command: str) -> str | None:
+    return find_command(command)
+
+
+def _resolve_tools(spec: TargetSpec) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for cmd in _required_tools(spec):
+        path = _find_tool(cmd)
+        if path is None:
+            t = _tool_entry(cmd)
+            pkg = f"Debian package {t.debian}, nixpkgs {t.nix}" if t else "unknown package"
+            field_ = "fs" if cmd.startswith("mkfs.") else "kind"
+            raise TargetError(
+                f"targets.{spec.name}.{field_}: {cmd} is not installed ({pkg}); "
+                f"a {spec.kind} target of fs {spec.fs} needs it"
+            )
+        found[cmd] = path
+    return found
+
+
+def _run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_ENV, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        raise TargetError(f"`{shlex.join(argv)}` did not finish within {timeout:.0f} s") from None
+    except OSError as e:
+        raise TargetError(f"`{shlex.join(argv)}` could not start: {e}") from None
+
+
+def _why(r: subprocess.CompletedProcess) -> str:
+    text = (r.stderr or r.stdout or "").strip().splitlines()
+    return f"exit {r.returncode}: {text[-1].strip()}" if text else f"exit {r.returncode}"
+
+
+def _check(r: subprocess.CompletedProcess, what: str) -> str:
+    if r.returncode != 0:
+        raise TargetError(f"{what}: `{shlex.join(r.args)}` failed ({_why(r)})")
+    return r.stdout
+
+
+def _unescape(field_: bytes) -> str:
+    return os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), field_))
+
+
+@dataclass
+class MountEntry:
+    mount_point: str
+    devno: str
+    fstype: str
+    source: str
+    mount_options: str  # per-mount (field 6)
+    super_options: str  # per-superblock (after the separator)
+    root: str = "/"  # the directory of the file system shown at the mount point (field 4)
+
+    @property
+    def options(self) -> list[str]:
+        """Options in effect: per-mount first, then per-superblock ones not already there."""
+        out: list[str] = []
+        for o in self.mount_options.split(",") + self.super_options.split(","):
+            if o and o not in out:
+                out.append(o)
+        return out
+
+
+def _mountinfo() -> list[MountEntry]:
+    entries = []
+    for line in Path("/proc/self/mountinfo").read_bytes().splitlines():
+        parts = line.split(b" ")
+        try:
+            sep = parts.index(b"-", 6)
+            entries.append(
+                MountEntry(
+                    mount_point=_unescape(parts[4]),
+                    devno=parts[2].decode(),
+                    fstype=_unescape(parts[sep + 1]),
+                    source=_unescape(parts[sep + 2]),
+                    mount_options=_unescape(parts[5]),
+                    super_options=_unescape(parts[sep + 3]) if len(parts) > sep + 3 else "",
+                    root=_unescape(parts[3]),
+                )
+            )
+        except (ValueError, IndexError):
+            continue
+    return entries
+
+
+def _mount_at(mp: Path | str) -> MountEntry | None:
+    """The topmost mount on exactly this mount point, if any."""
+    found = None
+    for e in _mountinfo():
+        if e.mount_point == str(mp):
+            found = e
+    return found
+
+
+def _mount_containing(path: Path) -> MountEntry | None:
+    """The mount that holds `path` (longest mount-point prefix; later wins)."""
+    p = str(Path(path).resolve())
+    best, best_len = None, -1
+    for e in _mountinfo():
+        mp = e.mount_point
+        if p == mp or p.startswith(mp.rstrip("/") + "/"):
+            if len(mp) >= best_len:
+                best, best_len = e, len(mp)
+    return best
+
+
+def _loop_devices(losetup: str | None) -> list[dict]:
+    """`losetup -J -l` as [{"name", "back-file" (without " (deleted)"), "back-ino", "back-dev"}]."""
+    if losetup is None:
+        return []
+    r = _run([losetup, "-J", "-l", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN"], timeout=60)
+    if r.returncode != 0 or not r.stdout.strip():
+        return []
+    try:
+        devs = json.loads(r.stdout).get("loopdevices", [])
+    except ValueError:
+        return []
+    out = []
+    for d in devs:
+        back = d.get("back-file") or ""
+        if back.endswith(" (deleted)"):
+            back = back[: -len(" (deleted)")]
+        out.append(
+            {
+                "name": d.get("name"),
+                "back-file": back,
+                "back-ino": int(d["back-ino"]) if str(d.get("back-ino", "")).strip().isdigit() else None,
+                "back-dev": str(d.get("back-maj:min") or "").strip(),
+            }
+        )
+    return out
+
+
+# statfs(2) f_type magic numbers, named as stat(1) -f names them
+FS_MAGIC = {
+    0xEF53: "ext2/ext3",
+    0x58465342: "xfs",
+    0x9123683E: "btrfs",
+    0x01021994: "tmpfs",
+    0x858458F6: "ramfs",
+    0x794C7630: "overlayfs",
+    0x6969: "nfs",
+    0x2FC12FC1: "zfs",
+    0xF2F52010: "f2fs",
+    0xCA451A4E: "bcachefs",
+    0x65735546: "fuseblk",
+    0x73717368: "squashfs",
+    0x01021997: "v9fs",
+    0xFF534D42: "cifs",
+    0xFE534D42: "smb2",
+    0x00C36400: "ceph",
+    0x4D44: "msdos",
+    0x2011BAB0: "exfat",
+    0x5346544E: "ntfs",
+    0x0027E0EB: "cgroup",
+    0x63677270: "cgroup2",
+}
+
+
+def _statfs_type(path: Path) -> str | None:
+    """The file system type of `path` as statfs(2) reports it ("ext2/ext3", "xfs", …)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        buf = ctypes.create_string_buffer(512)  # struct statfs is 120 bytes on 64-bit
+        if libc.statfs(os.fsencode(str(path)), buf) != 0:
+            return None
+        magic = ctypes.c_ulong.from_buffer(buf).value & 0xFFFFFFFF
+    except (OSError, AttributeError):
+        return None
+    return FS_MAGIC.get(magic, f"0x{magic:x}")
+
+
+def _is_root() -> bool:
+    return os.geteuid() == 0
+
+
+# --------------------------------------------------------------------------
+# naming
+
+IMAGE_RE = re.compile(r"(?P<name>.+)-(?P<pid>\d+)-(?P<rand>[0-9a-z]+)\.img\Z")
+MOUNT_RE = re.compile(r"boatload-(?P<name>.+)-(?P<pid>\d+)-(?P<rand>[0-9a-z]+)\Z")
+DIR_RE = re.compile(r"(?P<name>.+)-(?P<pid>\d+)-(?P<rand>[0-9a-z]+)\Z")
+
+
+def _token() -> str:
+    """`<pid>-<random>`: the unique part of every path we create (tests replace it)."""
+    return f"{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _subdir(scratch: Path, name: str) -> Path:
+    """`<scratch>/<name>`, created if needed, and a real directory (not a symlink)."""
+    d = scratch / name
+    try:
+        d.mkdir(parents=True, exist_ok=True, mode=0o755)
+        st = os.lstat(d)
+    except OSError as e:
+        raise TargetError(f"scratch directory {d}: {e.strerror}") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise TargetError(f"scratch directory {d} is not a plain directory (a symlink?); refusing to use it")
+    return d
+
+
+# --------------------------------------------------------------------------
+# files and directories we made
+
+
+def _same_file(path: Path, fd: int) -> bool:
+    """Is `path` (not followed) the very file open as `fd`? The open fd keeps the
+    inode allocated, so equal (device, inode) numbers cannot be a reused number."""
+    try:
+        a, b = os.lstat(path), os.fstat(fd)
+    except FileNotFoundError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) and stat.S_IFMT(a.st_mode) == stat.S_IFMT(b.st_mode)
+
+
+def _remove_image(image: Path, fd: int) -> bool:
+    if not os.path.lexists(image):
+        return False
+    if not _same_file(image, fd):
+        raise TargetError(f"{image} is no longer the file we created; leaving it")
+    os.unlink(image)
+    return True
+
+
+def _remove_dir(d: Path, fd: int) -> bool:
+    if not os.path.lexists(d):
+        return False
+    if not _same_file(d, fd):
+        raise TargetError(f"{d} is no longer the directory we created; leaving it")
+    shutil.rmtree(d)  # does not follow symlinks (fd-based on Linux)
+    return True
+
+
+def _rmdir(d: Path) -> None:
+    try:
+        os.rmdir(d)
+    except FileNotFoundError:
+        pass
+
+
+def _shm_dir(scratch: Path) -> Path:
+    """`/dev/shm/boatload-<hash of the scratch path>`: where this scratch's log images live."""
+    return SHM / f"boatload-{hashlib.sha256(os.fsencode(str(scratch))).hexdigest()[:16]}"
+
+
+def _own_private_dir(d: Path) -> bool:
+    try:
+        st = os.lstat(d)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def _rmdir_if_empty(d: Path) -> bool:
+    try:
+        os.rmdir(d)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as e:
+        if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            return False  # another run of this scratch still uses it
+        raise

@@ -1,0 +1,238 @@
+"""A target as the config names it: its kinds, file systems, sizes and options,
+checked field by field (`parse_target`), and the errors provisioning raises.
+boatload.targets re-exports all of it."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class TargetError(Exception):
+    """A bad target spec, a missing tool, or provisioning/teardown that failed.
+
+    The message is one line and names the config field when there is one."""
+
+
+class NeedsRoot(TargetError):
+    """The target (or the cleanup) needs root and we are not root."""
+
+
+# --------------------------------------------------------------------------
+# specs
+
+KINDS = ("tmpfs", "loop", "dir")
+LOOP_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
+FS_BY_KIND = {"tmpfs": ("tmpfs",), "loop": LOOP_FS, "dir": ("dir",)}
+FILESYSTEMS = ("tmpfs", *LOOP_FS, "dir")
+FIELDS = ("kind", "fs", "size_mb", "mkfs_options", "mount_options", "write_cache", "log")
+WRITE_CACHE = ("write back", "write through")
+LOG_FS = ("xfs", "ext4")  # file systems that take an external log / journal here
+# external log sizes: mkfs.xfs (xfsprogs >= 5.19) wants at least 64 MB and at most
+# 2038 MB (XFS_MAX_LOG_BYTES); an ext4 journal device at least 1024 4k blocks
+MIN_LOG_MB = {"xfs": 64, "ext4": 8}
+MAX_LOG_MB = {"xfs": 2038, "ext4": 100 * 1024}
+EXT_JOURNAL_BLOCK_SIZE = "4096"  # data and journal device must have the same block size
+SHM = Path("/dev/shm")
+MiB = 1024 * 1024
+DEFAULT_SIZE_MB = 1024
+# smallest sizes the mkfs tools accept (xfsprogs >= 5.19 refuses < 300 MB)
+MIN_SIZE_MB = {"tmpfs": 1, "ext2": 8, "ext3": 8, "ext4": 8, "xfs": 300, "btrfs": 128}
+MAX_SIZE_MB = 16 * 1024 * 1024  # 16 TiB: anything above is a typo
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+# mkfs command and the flags that make it non-interactive and quiet
+MKFS = {
+    "ext2": ("mkfs.ext2", ("-F", "-q")),
+    "ext3": ("mkfs.ext3", ("-F", "-q")),
+    "ext4": ("mkfs.ext4", ("-F", "-q")),
+    "xfs": ("mkfs.xfs", ("-f", "-q")),
+    "btrfs": ("mkfs.btrfs", ("-f", "-q")),
+}
+MKFS_VERSION_FLAG = {"mkfs.xfs": "-V", "mkfs.btrfs": "--version"}  # e2fsprogs: -V
+
+
+@dataclass(frozen=True)
+class TargetSpec:
+    name: str  # config key, e.g. "ext4"
+    kind: str  # "tmpfs" | "loop" | "dir"
+    fs: str  # "tmpfs", "ext2", "ext3", "ext4", "xfs", "btrfs", or "dir"
+    size_mb: int = DEFAULT_SIZE_MB
+    mkfs_options: tuple[str, ...] = ()
+    mount_options: tuple[str, ...] = ()
+    write_cache: str | None = None  # "write back" | "write through"; None: "write back"
+    log_size_mb: int | None = None  # external log / journal on /dev/shm
+
+    def to_dict(self) -> dict:
+        """Plain data (lists, not tuples); `parse_target(d["name"], d)` gives the spec back.
+
+        `write_cache` and `log` appear only when set, so specs without them
+        look as they always did."""
+        d = {
+            "name": self.name,
+            "kind": self.kind,
+            "fs": self.fs,
+            "size_mb": self.size_mb,
+            "mkfs_options": list(self.mkfs_options),
+            "mount_options": list(self.mount_options),
+        }
+        if self.write_cache is not None:
+            d["write_cache"] = self.write_cache
+        if self.log_size_mb is not None:
+            d["log"] = {"size_mb": self.log_size_mb}
+        return d
+
+
+def _options(where: str, value, *, mount: bool) -> tuple[str, ...]:
+    """A list of strings, or one string (shell-split for mkfs, comma-split for mount)."""
+    if isinstance(value, str):
+        try:
+            items = [o for o in value.split(",")] if mount else shlex.split(value)
+        except ValueError as e:
+            raise TargetError(f"{where}: cannot split {value!r}: {e}") from None
+        items = [o.strip() for o in items] if mount else items
+        if mount:
+            items = [o for o in items if o]
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise TargetError(f"{where}: expected a list of strings, got {value!r}")
+    for i, item in enumerate(items):
+        if not isinstance(item, str) or not item:
+            raise TargetError(f"{where}[{i}]: expected a non-empty string, got {item!r}")
+        if "\0" in item or "\n" in item:
+            raise TargetError(f"{where}[{i}]: control characters are not allowed, got {item!r}")
+        if mount and item != item.strip():
+            raise TargetError(f"{where}[{i}]: stray whitespace in mount option {item!r}")
+    return tuple(items)
+
+
+def parse_target(name: str, mapping: dict) -> TargetSpec:
+    """Validate one `targets.<name>` entry of the config.
+
+    `kind` may be left out when `fs` says it (tmpfs, dir, or a loop fs);
+    `fs` may be left out for kinds tmpfs and dir. Errors name the field:
+    "targets.ext4.size_mb: expected a positive integer, got -3".
+    """
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise TargetError(
+            f"targets.{name}: a target name is 1-64 letters, digits, '.', '_' or '-', "
+            f"starting with a letter or digit; got {name!r}"
+        )
+    where = f"targets.{name}"
+    if mapping is None:
+        mapping = {}
+    if not isinstance(mapping, dict):
+        raise TargetError(f"{where}: expected a mapping with {', '.join(FIELDS)}; got {mapping!r}")
+    for key in mapping:
+        if key == "name":
+            if mapping[key] != name:
+                raise TargetError(f"{where}.name: does not match the key {name!r}, got {mapping[key]!r}")
+            continue
+        if key not in FIELDS:
+            raise TargetError(f"{where}.{key}: unknown field (expected one of {', '.join(FIELDS)})")
+
+    kind = mapping.get("kind")
+    fs = mapping.get("fs")
+    if kind is not None and kind not in KINDS:
+        raise TargetError(f"{where}.kind: expected one of {', '.join(KINDS)}, got {kind!r}")
+    if fs is not None and fs not in FILESYSTEMS:
+        raise TargetError(f"{where}.fs: expected one of {', '.join(FILESYSTEMS)}, got {fs!r}")
+    if kind is None and fs is None:
+        raise TargetError(f"{where}.kind: missing (one of {', '.join(KINDS)}; or give fs)")
+    if kind is None:
+        kind = fs if fs in ("tmpfs", "dir") else "loop"
+    if fs is None:
+        if kind == "loop":
+            raise TargetError(f"{where}.fs: missing; a loop target needs one of {', '.join(LOOP_FS)}")
+        fs = kind
+    if fs not in FS_BY_KIND[kind]:
+        raise TargetError(
+            f"{where}.fs: kind {kind!r} takes {' or '.join(FS_BY_KIND[kind])}, got {fs!r}"
+        )
+
+    size_mb = mapping.get("size_mb", DEFAULT_SIZE_MB)
+    if type(size_mb) is not int or size_mb <= 0:  # bool is not a size
+        raise TargetError(f"{where}.size_mb: expected a positive integer, got {size_mb!r}")
+    if kind == "dir":
+        if size_mb != DEFAULT_SIZE_MB:
+            raise TargetError(f"{where}.size_mb: not used by kind 'dir' (a plain directory has no size)")
+    else:
+        if size_mb < MIN_SIZE_MB[fs]:
+            raise TargetError(f"{where}.size_mb: {fs} needs at least {MIN_SIZE_MB[fs]} MB, got {size_mb}")
+        if size_mb > MAX_SIZE_MB:
+            raise TargetError(f"{where}.size_mb: at most {MAX_SIZE_MB} MB (16 TiB), got {size_mb}")
+
+    mkfs_options = _options(f"{where}.mkfs_options", mapping.get("mkfs_options", ()), mount=False)
+    if mkfs_options and kind != "loop":
+        raise TargetError(f"{where}.mkfs_options: not used by kind {kind!r} (only loop images are formatted)")
+    mount_options = _options(f"{where}.mount_options", mapping.get("mount_options", ()), mount=True)
+    if mount_options and kind == "dir":
+        raise TargetError(f"{where}.mount_options: not used by kind 'dir' (nothing is mounted)")
+    if kind == "tmpfs":
+        for i, opt in enumerate(mount_options):
+            if opt.split("=", 1)[0] == "size":
+                raise TargetError(f"{where}.mount_options[{i}]: set the size with size_mb, not {opt!r}")
+
+    write_cache = mapping.get("write_cache")
+    if write_cache is not None:
+        if write_cache not in WRITE_CACHE:
+            raise TargetError(f"{where}.write_cache: expected \"write back\" or \"write through\", got {write_cache!r}")
+        if kind != "loop":
+            raise TargetError(f"{where}.write_cache: only loop targets have a write cache to set, not kind {kind!r}")
+
+    log_size_mb = None
+    log = mapping.get("log")
+    if log is not None:
+        if not isinstance(log, dict):
+            raise TargetError(f"{where}.log: expected a mapping {{size_mb: N}}, got {log!r}")
+        for key in log:
+            if key != "size_mb":
+                raise TargetError(f"{where}.log.{key}: unknown field (expected size_mb)")
+        if kind != "loop" or fs not in LOG_FS:
+            raise TargetError(
+                f"{where}.log: an external log is supported for loop targets of fs {' or '.join(LOG_FS)}, "
+                f"not {kind} {fs}"
+            )
+        if "size_mb" not in log:
+            raise TargetError(f"{where}.log.size_mb: missing (the size of the log image in MB)")
+        log_size_mb = log["size_mb"]
+        if type(log_size_mb) is not int or log_size_mb <= 0:
+            raise TargetError(f"{where}.log.size_mb: expected a positive integer, got {log_size_mb!r}")
+        if not MIN_LOG_MB[fs] <= log_size_mb <= MAX_LOG_MB[fs]:
+            raise TargetError(
+                f"{where}.log.size_mb: an external {fs} log takes {MIN_LOG_MB[fs]} to {MAX_LOG_MB[fs]} MB, got {log_size_mb}"
+            )
+        if fs == "ext4":
+            bs = _option_value(mkfs_options, "-b")
+            if bs is not None and bs != EXT_JOURNAL_BLOCK_SIZE:
+                raise TargetError(
+                    f"{where}.mkfs_options: with an external journal the block size is {EXT_JOURNAL_BLOCK_SIZE} "
+                    f"(the journal device's), got -b {bs}"
+                )
+    return TargetSpec(name, kind, fs, size_mb, mkfs_options, mount_options, write_cache, log_size_mb)
+
+
+def _option_value(options: tuple[str, ...], flag: str) -> str | None:
+    """The value of a short option in an argv-like tuple ("-b 4096" or "-b4096"); the last one wins."""
+    value = None
+    for i, o in enumerate(options):
+        if o == flag and i + 1 < len(options):
+            value = options[i + 1]
+        elif o.startswith(flag) and len(o) > len(flag) and not o.startswith("--"):
+            value = o[len(flag):]
+    return value
+
+
+def needs_root(spec: TargetSpec) -> bool:
+    """tmpfs and loop targets mount things; only "dir" works without root."""
+    return spec.kind in ("tmpfs", "loop")
+
+
+def _validated(spec: TargetSpec) -> TargetSpec:
+    if not isinstance(spec, TargetSpec):
+        raise TargetError(f"provision: expected a TargetSpec, got {type(spec).__name__}")
+    d = spec.to_dict()
+    return parse_target(d.pop("name"), d)
