@@ -10,7 +10,7 @@ bytes are checked.
 from __future__ import annotations
 
 from boatload.config import ConfigError
-from boatload.targets import TargetSpec, parse_target
+from boatload.targetspec import TargetSpec, _option_value, parse_target
 
 MiB = 1 << 20
 # /etc/mke2fs.conf as Debian ships it: the usage type by size, and its bytes per inode.
@@ -25,31 +25,22 @@ def spec_of(target: dict) -> TargetSpec:
     return parse_target(target["name"], {k: v for k, v in target.items() if k != "name"})
 
 
-def _option(options: tuple[str, ...], flag: str) -> str | None:
-    for i, opt in enumerate(options):
-        if opt == flag and i + 1 < len(options):
-            return options[i + 1]
-        if opt.startswith(flag) and len(opt) > len(flag):
-            return opt[len(flag):]
-    return None
-
-
 def inodes(spec: TargetSpec) -> int | None:
     """About how many files and directories the target can hold; None if not fixed."""
     if spec.kind != "loop":
         return None
     size = spec.size_mb * MiB
     if spec.fs in ("ext2", "ext3", "ext4"):
-        count = _option(spec.mkfs_options, "-N")
+        count = _option_value(spec.mkfs_options, "-N")
         if count and count.isdigit():
             return int(count)
-        ratio = _option(spec.mkfs_options, "-i")
+        ratio = _option_value(spec.mkfs_options, "-i")
         if ratio and ratio.isdigit():
             return size // int(ratio)
         return size // next(r for limit, r in EXT_INODE_RATIO if limit is None or size < limit)
     if spec.fs == "xfs":
         maxpct, inode_bytes = XFS_IMAXPCT, XFS_INODE_BYTES
-        for value in (_option(spec.mkfs_options, "-i") or "").split(","):
+        for value in (_option_value(spec.mkfs_options, "-i") or "").split(","):
             key, _, number = value.partition("=")
             if key == "maxpct" and number.isdigit():
                 maxpct = int(number) or 100  # 0: no limit but the space

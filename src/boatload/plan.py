@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from boatload.config import ConfigError
 from boatload.studies import NAMES, study
-from boatload.targets import parse_target
+from boatload.capacity import spec_of
 
 MiB = 1 << 20
 
@@ -90,7 +90,7 @@ def needs(run: Run) -> Needs:
     """Resources and tools of one run, from its target and its job."""
     job = run.job
     out = Needs()
-    spec = parse_target(run.target, {k: v for k, v in job["target"].items() if k != "name"})
+    spec = spec_of(job["target"])
     kind, fs = spec.kind, spec.fs
     if kind == "loop":
         out.loop = out.mount = True
@@ -124,7 +124,7 @@ ESTIMATE_MKFS_MB_PER_S = 2000
 
 def estimate_s(run: Run) -> float:
     """A rough duration of one run: its target's provisioning and its study's model of the measurement."""
-    spec = parse_target(run.target, {k: v for k, v in run.job["target"].items() if k != "name"})
+    spec = spec_of(run.job["target"])
     provision = ESTIMATE_PROVISION_S.get(spec.kind, 0.0)
     if spec.kind == "loop":
         provision += spec.size_mb / ESTIMATE_MKFS_MB_PER_S

@@ -83,7 +83,7 @@ from pathlib import Path
 
 import polars as pl
 
-from boatload import memlimit, system
+from boatload import capacity, memlimit, system
 from boatload.config import ConfigError
 from boatload.paths import scratch_dir
 from boatload.peers import bonnie
@@ -94,7 +94,7 @@ from boatload.worker import WorkerError, run_worker
 
 MiB = 1024 * 1024
 PAGE = 4096
-LOOP_USABLE = 0.9  # share of a loop image the files may take (inode tables, journal, indirect blocks)
+LOOP_USABLE = capacity.USABLE  # share of a loop image the files may take
 
 # The reference's names for bonnie's six tests, in bonnie's order, and the
 # worker phases (indexes into PHASES) that make each.
