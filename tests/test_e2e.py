@@ -11,7 +11,10 @@ import polars as pl
 import pytest
 import yaml
 
-from boatload.studies import FIGURES, NAMES, study
+from boatload.studies import names, registry, study
+
+NAMES = names()
+FIGURES = {name: s.figures for name, s in registry().items()}
 from conftest import ours_left
 from notebook_checks import pdf_text, spec_records
 

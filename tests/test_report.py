@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from boatload.studies import FIGURES
+from boatload.studies import registry
+
+FIGURES = {name: s.figures for name, s in registry().items()}
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -18,25 +18,10 @@ import math
 import re
 from pathlib import Path
 
-from boatload.paper import STUDIES, _write_atomic
+from boatload.results import write_atomic
+from boatload.studies import registry
 
-__all__ = ["QUESTIONS", "TITLES", "build_blog", "build_page", "fmt_number", "fmt_value", "studies_with_summary"]
-
-TITLES = {
-    "degradation": "Degradation",
-    "journal": "Journal",
-    "forest": "Forest",
-    "filecount": "File count",
-    "tmpfs": "tmpfs",
-}
-
-QUESTIONS = {
-    "degradation": "Does O_DIRECT write (and buffered read) speed fall as small files pile up?",
-    "journal": "Does an XFS log (or ext4 journal) on a fast external device help, and what do cache flushes cost?",
-    "forest": "How fast can a billion empty files be made, by which method, on which file system?",
-    "filecount": "Do IOPS grow with the number of files (a per-file lock)?",
-    "tmpfs": "tmpfs vs ext3 with the working set inside and beyond RAM.",
-}
+__all__ = ["build_blog", "build_page", "fmt_number", "fmt_value", "studies_with_summary"]
 
 VERDICT_COLOURS = {
     "reproduced": "#1b7837",
@@ -66,7 +51,7 @@ footer code { font-size: 11px; }
 
 def studies_with_summary(results: Path) -> list[str]:
     """Studies with a summary in ``results/tables``, in the paper's order."""
-    return [s for s in STUDIES if (Path(results) / "tables" / f"{s}-summary.json").is_file()]
+    return [s for s in registry() if (Path(results) / "tables" / f"{s}-summary.json").is_file()]
 
 
 # --- numbers ----------------------------------------------------------------
@@ -222,8 +207,9 @@ def build_page(results: Path, study: str) -> str:
     summary = json.loads((results / "tables" / f"{study}-summary.json").read_text(encoding="utf-8"))
     prov_path = results / "provenance.json"
     provenance = json.loads(prov_path.read_text(encoding="utf-8")) if prov_path.is_file() else None
-    title = TITLES.get(study, study)
-    question = QUESTIONS.get(study, "")
+    record = registry().get(study)
+    title = record.title if record else study
+    question = record.question if record else ""
     overall = summary.get("verdict")
     overall_html = f"<p>Overall: <strong>{_esc(overall)}</strong></p>" if isinstance(overall, str) and overall else ""
     return (
@@ -253,6 +239,6 @@ def build_blog(results: Path, out: Path, studies: list[str] | None = None) -> li
         if not summary.is_file():
             raise FileNotFoundError(f"{summary} is missing; run the {study} notebook first")
         page = out / f"{study}.html"
-        _write_atomic(page, build_page(results, study).encode("utf-8"))
+        write_atomic(page, build_page(results, study))
         written.append(page)
     return written

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from boatload.config import ConfigError
-from boatload.studies import NAMES
+from boatload.studies import names
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -138,7 +138,7 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="provision a target, run one measurement, tear down")
-    run.add_argument("study", choices=NAMES)
+    run.add_argument("study", choices=names())
     run.add_argument("--job", required=True, help="the job as JSON (Snakemake passes it)")
     run.add_argument("--out", required=True)
     run.add_argument("--runs-dir", required=True, help="data/runs/<host>: the archive lives below it")
@@ -151,7 +151,7 @@ def parser() -> argparse.ArgumentParser:
     repro.set_defaults(func=_cmd_reproduce)
 
     tidy = sub.add_parser("tidy", help="raw JSON results to one Parquet table")
-    tidy.add_argument("study", choices=NAMES)
+    tidy.add_argument("study", choices=names())
     tidy.add_argument("--out", required=True)
     tidy.add_argument("raw", nargs="+")
     tidy.set_defaults(func=_cmd_tidy)
@@ -177,11 +177,11 @@ def parser() -> argparse.ArgumentParser:
     blog = sub.add_parser("blog", help="one self-contained HTML page per study from results/")
     blog.add_argument("--results", default="results")
     blog.add_argument("--out", default="results/blog", help="folder for <study>.html")
-    blog.add_argument("--study", action="append", choices=NAMES, help="only this study (repeatable; default: every study with a summary)")
+    blog.add_argument("--study", action="append", choices=names(), help="only this study (repeatable; default: every study with a summary)")
     blog.set_defaults(func=_cmd_blog)
 
     figure = sub.add_parser("figure", help="rerun one study's notebook and the paper from existing data")
-    figure.add_argument("study", choices=NAMES)
+    figure.add_argument("study", choices=names())
     figure.add_argument("--configfile", help="default: the config the existing results were measured with")
     figure.set_defaults(func=_cmd_figure)
     return p

@@ -6,13 +6,12 @@ from pathlib import Path
 
 import yaml
 
+from boatload.errors import ConfigError
 from boatload.paths import repo_root
 
-SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+__all__ = ["ConfigError", "load", "schema", "validate"]
 
-
-class ConfigError(ValueError):
-    """A configuration mistake, told in one line that names the field."""
+SCHEMA_FILE = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
 def _field(path) -> str:
@@ -22,16 +21,39 @@ def _field(path) -> str:
     return out or "(top level)"
 
 
-def _schema() -> dict:
-    schema_path = SCHEMA if SCHEMA.is_file() else repo_root() / "workflow" / "schemas" / "config.schema.yaml"
-    return yaml.safe_load(schema_path.read_text())
+def schema() -> dict:
+    """The config's JSON schema: the file's top level, and `studies.<name>`
+    from each study's record (boatload.studies), where its settings, their
+    help and defaults live."""
+    from boatload.studies import registry
+
+    path = SCHEMA_FILE if SCHEMA_FILE.is_file() else repo_root() / "workflow" / "schemas" / "config.schema.yaml"
+    out = yaml.safe_load(path.read_text())
+    out["properties"]["studies"]["properties"] = {name: s.settings for name, s in registry().items()}
+    return out
+
+
+def _fill_scale_defaults(config: dict) -> None:
+    """Each study's defaults for the config's scale under its entry, so that a
+    config names only what it changes (`studies: {toy: {}}` runs toy as its
+    module sets it for the scale)."""
+    from boatload.studies import registry
+
+    studies = config.get("studies")
+    if not isinstance(studies, dict):
+        return
+    for name, entry in studies.items():
+        study = registry().get(name)
+        if study is not None and (entry is None or isinstance(entry, dict)):
+            studies[name] = {**study.defaults.get(config.get("scale"), {}), **(entry or {})}
 
 
 def validate(config: dict) -> dict:
     """Check `config` against the schema and the cross-references the schema cannot express."""
     import jsonschema  # slow to import (about a second); only validation needs it
 
-    validator = jsonschema.Draft202012Validator(_schema())
+    _fill_scale_defaults(config)
+    validator = jsonschema.Draft202012Validator(schema())
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.absolute_path), list(map(str, e.absolute_path))))
     if errors:
         error = jsonschema.exceptions.best_match(errors)
@@ -42,11 +64,11 @@ def validate(config: dict) -> dict:
             raise ConfigError(f"config: {prefix}{extra[0]}: unknown field (allowed: {', '.join(error.schema['properties'])})")
         raise ConfigError(f"config: {where}: {error.message}")
     if not config["studies"]:
-        known = ", ".join(_schema()["properties"]["studies"]["properties"])
+        known = ", ".join(schema()["properties"]["studies"]["properties"])
         raise ConfigError(f"config: studies: empty, so there is nothing to run (known studies: {known})")
     # Each target as provisioning will read it: kind and fs that go together,
     # sizes mkfs accepts, options that apply to the kind.
-    from boatload.targets import TargetError, parse_target
+    from boatload.targetspec import TargetError, parse_target
 
     for name, spec in config["targets"].items():
         try:

@@ -22,29 +22,18 @@ from pathlib import Path
 
 import typst
 
-__all__ = ["STUDIES", "build_paper", "find_root", "main", "paper_timestamp", "studies_with_results"]
+from boatload.paths import repo_root
+from boatload.results import write_atomic_with
+from boatload.studies import registry
 
-#: every study, in the order the paper presents them
-STUDIES = ("degradation", "journal", "forest", "filecount", "tmpfs")
-
-
-def find_root(start: Path | None = None) -> Path:
-    """The repository: the nearest folder holding ``pyproject.toml`` above
-    ``start`` (the working directory), else above this module."""
-    starts = [start or Path.cwd(), Path(__file__)]
-    for s in starts:
-        s = s.resolve()
-        for folder in (s, *s.parents):
-            if (folder / "pyproject.toml").is_file() and (folder / "paper").is_dir():
-                return folder
-    raise FileNotFoundError("no repository (pyproject.toml with paper/) above the working directory")
+__all__ = ["build_paper", "main", "paper_timestamp", "studies_with_results"]
 
 
 def studies_with_results(root: Path, results: Path) -> list[str]:
-    """Studies that have a summary in ``results/tables`` and a section in ``paper/``."""
+    """Studies, in the paper's order, that have a summary in ``results/tables`` and a section in ``paper/``."""
     return [
         s
-        for s in STUDIES
+        for s in registry()
         if (results / "tables" / f"{s}-summary.json").is_file() and (root / "paper" / f"{s}.typ").is_file()
     ]
 
@@ -78,26 +67,13 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-def _write_atomic(out: Path, data: bytes) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _compile(root: Path, results_prefix: str, studies: list[str], when: dt.datetime) -> bytes:
     return typst.compile(
         str(root / "paper" / "paper.typ"),
         root=str(root),
-        sys_inputs={"results": results_prefix, "studies": ",".join(studies)},
+        # the studies with results, in order, and each one's title (the study records)
+        sys_inputs={"results": results_prefix, "studies": ",".join(studies),
+                    "titles": json.dumps({s: registry()[s].title for s in studies})},
         timestamp=when,
     )
 
@@ -130,17 +106,17 @@ def build_paper(root: Path, out: Path, results: Path) -> Path:
                     shutil.copytree(results / sub, stage / "results" / sub)
             pdf = _compile(stage, "/results", studies, when)
 
-    _write_atomic(out, pdf)
+    write_atomic_with(out, lambda tmp: tmp.write_bytes(pdf))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m boatload.paper", description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=None, help="repository root (default: found from the working directory)")
+    parser.add_argument("--root", type=Path, default=None, help="repository root (default: boatload.paths.repo_root)")
     parser.add_argument("--results", type=Path, default=None, help="results directory (default: ROOT/results)")
     parser.add_argument("--out", type=Path, default=None, help="PDF to write (default: RESULTS/paper/paper.pdf)")
     args = parser.parse_args(argv)
-    root = (args.root or find_root()).resolve()
+    root = (args.root or repo_root()).resolve()
     results = (args.results or root / "results").resolve()
     out = args.out or results / "paper" / "paper.pdf"
     try:

@@ -11,8 +11,8 @@ import os
 import random
 from dataclasses import dataclass, field
 
-from boatload.config import ConfigError
-from boatload.studies import NAMES, study
+from boatload.errors import ConfigError
+from boatload.studies import names, study
 from boatload.capacity import spec_of
 
 MiB = 1 << 20
@@ -41,7 +41,7 @@ def raw_run(runs_dir: str, name: str, target: str, point: str, rep: int) -> str:
 
 def studies(config: dict) -> list[str]:
     """The studies this config asks for and this version of boatload can run, in the paper's order."""
-    return [name for name in NAMES if name in config["studies"]]
+    return [name for name in names() if name in config["studies"]]
 
 
 def runs(config: dict, errors: list[str] | None = None) -> list[Run]:
@@ -109,10 +109,9 @@ def needs(run: Run) -> Needs:
         out.scratch_bytes += int(job["swap_mb"]) * MiB
         out.scratch_fields.append(f"studies.{run.study}.swap_mb")
         out.tools |= {"mkswap", "swapon", "swapoff"}
-    module = study(run.study)
-    out.tools |= module.tools(job)
-    if hasattr(module, "archive_bytes"):
-        out.scratch_bytes += module.archive_bytes(job)
+    record = study(run.study)
+    out.tools |= record.tools(job)
+    out.scratch_bytes += record.scratch_bytes(job)
     return out
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 def conditions(docs: list[dict]) -> dict:
     """Per study: how quiet its measured phases were, what was redone, and its cache state
     (the study module's CACHE: ours and the original's)."""
-    from boatload.studies import NAMES, study
+    from boatload.studies import registry
 
     out = {}
     for name in sorted({d["study"] for d in docs}):
@@ -20,7 +20,7 @@ def conditions(docs: list[dict]) -> dict:
         seconds = sum(p["seconds"] for p in phases)
         ours = sum(p["cpu_s"]["orchestrator"] + p["cpu_s"]["monitor"] for p in phases)
         competing = [p["competing_cpu_s"] / p["seconds"] for p in phases if p["seconds"] >= 0.1]
-        cache = getattr(study(name), "CACHE", None) if name in NAMES else None
+        cache = registry()[name].cache if name in registry() else None
         out[name] = {
             "runs": len(runs),
             "runs_with_record": len(records),

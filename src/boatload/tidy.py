@@ -47,7 +47,7 @@ def run_columns(doc: dict) -> dict:
 
 
 def schema(study_name: str) -> dict:
-    return {**studies.study(study_name).SCHEMA, **RUN_COLUMNS}
+    return {**studies.study(study_name).table_schema, **RUN_COLUMNS}
 
 
 def tidy(study_name: str, raw: list[Path], out: Path) -> pl.DataFrame:
@@ -57,7 +57,7 @@ def tidy(study_name: str, raw: list[Path], out: Path) -> pl.DataFrame:
         doc = json.loads(Path(path).read_text())
         common = run_columns(doc)
         rows.extend({**row, **common} for row in study.rows(doc))
-    frame = pl.DataFrame(rows, schema=schema(study_name), orient="row").sort(study.SORT)
+    frame = pl.DataFrame(rows, schema=schema(study_name), orient="row").sort(list(study.sort))
     write_atomic_with(out, frame.write_parquet)
     return frame
 

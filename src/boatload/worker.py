@@ -50,5 +50,17 @@ def run_worker(workload: str, args: list[str], limit=None, setup: bool = False) 
     return doc
 
 
+def failure(doc: dict) -> str | None:
+    """What went wrong, in one line, from a worker document (None when its status is ok)."""
+    if doc["status"] == "ok":
+        return None
+    error = doc.get("error") or {}
+    what = f"worker {doc.get('workload', '')} {doc['status']}".replace("  ", " ")
+    if not error:
+        return what
+    return (f"{what}: {error.get('code')} ({error.get('message')}) "
+            f"in phase {error.get('phase')} at {error.get('where')}")
+
+
 def phase(doc: dict, name: str) -> dict:
     return next(p for p in doc["phases"] if p["name"] == name)

@@ -1,5 +1,6 @@
 # From raw runs to tidy tables, provenance, and one executed notebook per study.
 
+
 rule tidy:
     input:
         runs=lambda w: raw_runs(w.study),
@@ -10,37 +11,35 @@ rule tidy:
         runs=lambda w: raw_runs(w.study),  # a run taken out of the config reruns this
     wildcard_constraints:
         study="|".join(STUDIES),
+    log:
+        "results/logs/tidy/{study}.log",
     shell:
-        "boatload tidy {wildcards.study} --out {output:q} {input.runs:q}"
+        "boatload tidy {wildcards.study} --out {output:q} {input.runs:q} > {log:q} 2>&1"
 
 
 rule provenance:
     input:
-        [run for name in STUDIES for run in raw_runs(name)],
+        all_raw_runs(),
     output:
         "results/provenance.json",
     params:
-        runs=[run for name in STUDIES for run in raw_runs(name)],  # a run taken out reruns this
+        runs=all_raw_runs(),  # a run taken out reruns this
         config=CONFIGFILE,
         scale=config["scale"],
         seed=config["seed"],
+    log:
+        "results/logs/provenance.log",
     shell:
-        "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} --order-seed {params.seed} {input:q}"
-
-
-# The figures each notebook writes, results/figures/<study>-<name>.{svg,png,pdf,vl.json}:
-# the SVGs are declared outputs, so the report (snakemake --report) and the blog
-# pages can list them per study.
-
-
-def figure_files(name, ext="svg"):
-    return [f"results/figures/{name}-{fig}.{ext}" for fig in FIGURES.get(name, [])]
+        "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} "
+        "--order-seed {params.seed} {input:q} > {log:q} 2>&1"
 
 
 # One papermill notebook per study (rule notebook_<study>); it writes the
-# study's table, its summary (the numbers the paper quotes) and its figures.
-# One rule per study because a report caption is a file named when the rule is
-# parsed (workflow/report/<study>.rst) and each study has its own figures.
+# study's table, its summary (the numbers the paper quotes) and its figures
+# (results/figures/<study>-<figure>.{svg,png,pdf,vl.json}, the SVGs declared
+# here, so the report and the blog pages list them per study). One rule per
+# study because each study has its own figures; the report's caption is the
+# study record's (workflow/report/study.rst renders params.caption).
 for _study in ANALYSED:
 
     rule:
@@ -54,13 +53,15 @@ for _study in ANALYSED:
         output:
             notebook=f"results/notebooks/{_study}.ipynb",
             table=report(
-                f"results/tables/{_study}.csv", caption=f"../report/{_study}.rst", category=_study, subcategory="table"
+                f"results/tables/{_study}.csv", caption="../report/study.rst", category=_study, subcategory="table"
             ),
             summary=f"results/tables/{_study}-summary.json",
             figures=[
-                report(path, caption=f"../report/{_study}.rst", category=_study, subcategory="figures")
+                report(path, caption="../report/study.rst", category=_study, subcategory="figures")
                 for path in figure_files(_study)
             ],
+        params:
+            caption=registry()[_study].caption,
         log:
             f"results/logs/notebook_{_study}.log",
         shell:

@@ -1,4 +1,4 @@
-# The paper, assembled from the notebooks' tables and figures.
+# The paper and the blog pages, assembled from the notebooks' tables, summaries and figures.
 
 
 rule paper:
@@ -7,10 +7,14 @@ rule paper:
         provenance="results/provenance.json",
         tables=expand("results/tables/{study}.csv", study=ANALYSED),
         summaries=expand("results/tables/{study}-summary.json", study=ANALYSED),
+        # the figures each study's section embeds (paper/<study>.typ, common.typ's figure-path)
+        figures=all_figure_files("svg"),
     output:
         "results/paper/paper.pdf",
+    log:
+        "results/logs/paper.log",
     shell:
-        "boatload paper --out {output:q} --results results"
+        "boatload paper --out {output:q} --results results > {log:q} 2>&1"
 
 
 rule blog:
@@ -25,5 +29,7 @@ rule blog:
         "results/blog/{study}.html",
     wildcard_constraints:
         study="|".join(ANALYSED) or "none",
+    log:
+        "results/logs/blog/{study}.log",
     shell:
-        "boatload blog --results results --out results/blog --study {wildcards.study}"
+        "boatload blog --results results --out results/blog --study {wildcards.study} > {log:q} 2>&1"

@@ -1,34 +1,42 @@
-"""The five studies. Each module has:
+"""The studies: every module of this package that declares `STUDY`, a
+boatload.study.Study record (name, title, question, config schema and
+defaults, jobs, run, tidy columns and rows, figures).
 
-- `jobs(config) -> list[dict]`: every run at the config's scale, each with its
-  `target` (spec with name), `point` (a path-safe id within the target) and `rep`;
-- `measure(provisioned, job) -> dict`: one run on a provisioned target;
-- `run(job) -> dict`: the raw result document (via boatload.runner.run_job);
-- `summary(doc) -> str`: one line for the log;
-- `SCHEMA`, `SORT` and `rows(doc) -> list[dict]`: its tidy table.
+A sixth study is its module here, its notebook (notebooks/<name>.ipynb), its
+paper section (paper/<name>.typ) and its reference numbers
+(data/reference/<name>.csv); everything else reads this registry.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
-from types import ModuleType
+import pkgutil
+from functools import cache
 
-# In the order of the paper; a study is available once its module exists.
-ORDER = ("degradation", "journal", "forest", "filecount", "tmpfs")
-# The figures each study's notebook writes (results/figures/<study>-<name>.*):
-# the workflow declares them as outputs and files them in the report.
-FIGURES = {
-    "degradation": ["throughput", "ratios"],
-    "journal": ["phases", "ratios"],
-    "forest": ["rates"],
-    "filecount": ["iops", "ratios"],
-    "tmpfs": ["rates", "ratios"],
-}
-NAMES = tuple(name for name in ORDER if importlib.util.find_spec(f"boatload.studies.{name}") is not None)
+from boatload.study import Study
 
 
-def study(name: str) -> ModuleType:
-    if name not in NAMES:
-        raise ValueError(f"study: unknown study '{name}' (known: {', '.join(NAMES)})")
-    return importlib.import_module(f"boatload.studies.{name}")
+@cache
+def registry() -> dict[str, Study]:
+    """Every study, in the paper's order."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        record = getattr(module, "STUDY", None)
+        if record is None:
+            continue  # a helper of several studies (adjacent)
+        if record.name != info.name:
+            raise ValueError(f"study: {module.__name__} declares STUDY.name '{record.name}'; it must be '{info.name}'")
+        found.append(record)
+    return {s.name: s for s in sorted(found, key=lambda s: (s.order, s.name))}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(registry())
+
+
+def study(name: str) -> Study:
+    try:
+        return registry()[name]
+    except KeyError:
+        raise ValueError(f"study: unknown study '{name}' (known: {', '.join(names())})") from None

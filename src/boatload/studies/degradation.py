@@ -79,12 +79,13 @@ import subprocess
 import polars as pl
 
 from boatload import system
-from boatload.config import ConfigError
+from boatload.errors import ConfigError
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
 from boatload.creators import count_files
+from boatload.study import Study, base_job, base_row, settings
 from boatload.targets import Provisioned, set_loop_direct_io
-from boatload.worker import run_worker
+from boatload.worker import failure, run_worker
 
 BIG_FILE = "dd"
 PRECONDITION_FILE = "precondition"
@@ -135,30 +136,19 @@ def _too_small(name: str, what: str) -> ConfigError:
 
 def jobs(config: dict) -> list[dict]:
     """Every run at this config's scale: target x repetition, each all three stages."""
-    study = config["studies"]["degradation"]
-    reps = study.get("repetitions", config["repetitions"])
+    s = settings(config, STUDY)
     out = []
-    for target in study["targets"]:
+    for target in s["targets"]:
         spec = config["targets"][target]
-        job = {
-            "study": "degradation",
-            "scale": config["scale"],
-            "target": {"name": target, **spec},
-            "point": "stages",
-            "extra_files": study["extra_files"],
-            "memory_limit_mb": study["memory_limit_mb"],
-            "file_size_max": study.get("file_size_max", 6552),
-            "block": str(study.get("block", "12M")),
-            "runs": study.get("runs", 5),
-            "loop_direct_io": study.get("loop_direct_io", True),
-        }
+        fields = {k: s[k] for k in ("extra_files", "memory_limit_mb", "file_size_max", "runs", "loop_direct_io")}
+        fields["block"] = str(s["block"])
         if spec.get("kind") != "dir" and spec.get("size_mb") is not None:
-            file_bytes = 2 * memory_mb(job["memory_limit_mb"]) << 20
-            need = space_needed(file_bytes, job["extra_files"], job["file_size_max"])
+            file_bytes = 2 * memory_mb(fields["memory_limit_mb"]) << 20
+            need = space_needed(file_bytes, fields["extra_files"], fields["file_size_max"])
             if need > spec["size_mb"] << 20:
                 raise _too_small(target, f"{spec['size_mb']} MB cannot hold the {file_bytes >> 20} MiB file and "
-                                         f"2 x {job['extra_files']} small files (about {need >> 20} MiB)")
-        out += [{**job, "rep": rep, "seed": config["seed"] + rep} for rep in range(1, reps + 1)]
+                                         f"2 x {fields['extra_files']} small files (about {need >> 20} MiB)")
+        out += [base_job(config, "degradation", target, "stages", rep, **fields) for rep in range(1, s["repetitions"] + 1)]
     return out
 
 
@@ -208,13 +198,6 @@ def _limit(limit_mb: int | None):
         yield lim
 
 
-def _failed(doc: dict) -> str | None:
-    if doc["status"] == "ok":
-        return None
-    err = doc.get("error") or {}
-    return f"{doc['workload']}: {err.get('message', doc['status'])} ({err.get('code')} at {err.get('where')})"
-
-
 def _precondition(provisioned: Provisioned, block: int) -> dict | None:
     """Write the free space of a loop target once, untimed, and delete the file.
 
@@ -252,7 +235,7 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
     space = _check_space(provisioned, job, file_bytes, folders)
     loop_dio, loop_dio_note = set_loop_direct_io(provisioned) if job.get("loop_direct_io", True) else (None, None)
     precondition = _precondition(provisioned, block)
-    if precondition and (why := _failed(precondition)):
+    if precondition and (why := failure(precondition)):
         return {"status": "error", "reason": f"preconditioning the image: {why}", "precondition": precondition}
     small_root = provisioned.path / SMALL_ROOT
     small_root.mkdir()
@@ -287,7 +270,7 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
                     "--size", f"0:{job['file_size_max']}", "--size-align", str(SIZE_ALIGN), "--content", "random",
                     "--seed", str(job["seed"] * 1000 + stage),
                 ], limit=lim, setup=True)
-                why = _failed(fill)
+                why = failure(fill)
             files_on_disk, dirs_on_disk = count_files(small_root)
             record = {
                 "stage": stage,
@@ -311,12 +294,12 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
                 "--seed", str(job["seed"]),
             ], limit=lim)
             result["worker_result"] = result["worker_result"] or record["write"]
-            if (why := _failed(record["write"])):
+            if (why := failure(record["write"])):
                 result.update(status="error", reason=f"stage {stage}, O_DIRECT write: {why}")
                 break
             record["read"] = run_worker("seqio", [*common, "--mode", "read", "--block", str(READ_BLOCK)], limit=lim)
             record["memory"] = lim.stats()
-            if (why := _failed(record["read"])):
+            if (why := failure(record["read"])):
                 result.update(status="error", reason=f"stage {stage}, buffered read: {why}")
                 break
         big = provisioned.path / BIG_FILE
@@ -344,7 +327,7 @@ def estimate_s(job: dict) -> float:
 
 def run(job: dict) -> dict:
     """Provision the job's target, run the three stages, tear down; the raw result."""
-    return run_job("degradation", job, measure, fallback_without_root=False)
+    return run_job("degradation", job, measure, fallback_without_root=STUDY.measures_without_root)
 
 
 def _median_rate(stage: dict, op: str) -> float | None:
@@ -368,11 +351,7 @@ def summary(doc: dict) -> str:
             + ", ".join(parts) + f" at {extras} extra files")
 
 
-SCHEMA = {
-    "host": pl.String,
-    "study": pl.String,
-    "target": pl.String,
-    "filesystem": pl.String,
+COLUMNS = {
     "rep": pl.Int64,
     "stage": pl.Int64,
     "extra_files": pl.Int64,
@@ -386,33 +365,18 @@ SCHEMA = {
     "memory_limit_mb": pl.Int64,
     "file_bytes": pl.Int64,
     "loop_direct_io": pl.Boolean,
-    "status": pl.String,
-    "reason": pl.String,
-    "worker_version": pl.String,
-    "kernel": pl.String,
-    "started_at": pl.String,
 }
-
-SORT = ["target", "rep", "extra_files", "op", "run"]
 
 
 def rows(doc: dict) -> list[dict]:
     """One row per (stage, op, run); a skipped job is one row saying why."""
     result, job = doc["result"], doc["job"]
     base = {
-        "host": doc["machine"]["host"],
-        "study": doc["study"],
-        "target": job["target"]["name"],
-        "filesystem": doc["target"]["fs"],
+        **base_row(doc, result["status"], result.get("reason")),
         "rep": job["rep"],
         "memory_limit_mb": result.get("memory_limit_mb"),
         "file_bytes": result.get("file_bytes"),
         "loop_direct_io": result.get("loop_direct_io"),
-        "status": result["status"],
-        "reason": result.get("reason"),
-        "worker_version": doc["worker"]["version"],
-        "kernel": doc["machine"]["kernel"],
-        "started_at": doc["started_at"],
     }
     out = []
     for stage in result.get("stages", []):
@@ -435,6 +399,7 @@ def rows(doc: dict) -> list[dict]:
                     "block": None, "bytes": None, "seconds": None, "mb_per_s": None})
     return out
 
+
 # Cold or warm (boatload.interference records it per phase; the paper states it).
 CACHE = {
     "ours": "cold where it matters: every run on a file system made for it; the O_DIRECT write bypasses the "
@@ -442,3 +407,45 @@ CACHE = {
             "the device; no cache is dropped between stages",
     "original": "not stated; the file was twice the machine's RAM, so its reads could not come from the cache",
 }
+
+
+STUDY = Study(
+    name="degradation",
+    order=10,
+    title="Degradation",
+    question="Does O_DIRECT write (and buffered read) speed fall as small files pile up?",
+    settings={
+        "description": "dd-like O_DIRECT writes and buffered reads of a file twice the memory, "
+                       "at 0, N and 2N extra small files",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["targets", "extra_files", "memory_limit_mb"],
+        "properties": {
+            "targets": {"$ref": "#/$defs/target_list"},
+            "repetitions": {"$ref": "#/$defs/repetitions"},
+            "extra_files": {"type": "integer", "minimum": 1, "description": "N: the stages are 0, N and 2N extra files"},
+            "file_size_max": {"type": "integer", "minimum": 0, "default": 6552,
+                              "description": "small files are 0..file_size_max bytes, in steps of 8 (the original's "
+                                             "dd bs=8 count=$RANDOM/40)"},
+            "memory_limit_mb": {"type": ["integer", "null"], "minimum": 64,
+                                "description": "cgroup limit; the big file is twice it (null: the machine's RAM)"},
+            "block": {"type": "string", "pattern": "^[0-9]+[KMG]?$", "default": "12M",
+                      "description": "the big file's write block (dd bs=)"},
+            "runs": {"type": "integer", "minimum": 1, "default": 5, "description": "writes and reads per stage"},
+            "loop_direct_io": {"type": "boolean", "default": True,
+                               "description": "switch a loop target to direct I/O, so that O_DIRECT writes and reads "
+                                              "the limit pushes out of the cache reach the host's disk, not the "
+                                              "host's page cache"},
+        },
+    },
+    jobs=jobs,
+    run=run,
+    summary=summary,
+    columns=COLUMNS,
+    rows=rows,
+    sort=("target", "rep", "extra_files", "op", "run"),
+    tools=tools,
+    estimate_s=estimate_s,
+    figures=("throughput", "ratios"),
+    cache=CACHE,
+)

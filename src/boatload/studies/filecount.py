@@ -45,32 +45,17 @@ from pathlib import Path
 import polars as pl
 
 from boatload import capacity, system
-from boatload.config import ConfigError
+from boatload.errors import ConfigError
 from boatload.peers import fio
 from boatload.studies import adjacent
 from boatload.runner import run_job
+from boatload.study import Study, base_job, base_row, settings, target_spec
 from boatload.targets import Provisioned, set_loop_direct_io
-from boatload.worker import WorkerError, phase, run_worker
+from boatload.worker import WorkerError, failure, phase, run_worker
 
 WORKER = "boatload-worker"
 FIO = "fio"
 TOOLS = {"worker": WORKER, "fio": FIO}
-
-
-def _settings(config: dict) -> dict:
-    study = config["studies"]["filecount"]
-    return {
-        "file_size_mb": study.get("file_size_mb", 32),
-        "threads": study.get("threads", 64),
-        "xfer": study.get("xfer", 8192),
-        "read_pct": study.get("read_pct", 70),
-        "duration_s": study.get("duration_s", 5),
-        "interval_s": study.get("interval_s", 1.0),
-        "modes": study.get("modes", ["buffered", "direct"]),
-        "peers": study.get("peers", []),
-        "loop_direct_io": study.get("loop_direct_io", True),
-        "reps": study.get("repetitions", config["repetitions"]),
-    }
 
 
 def point_id(files: int, mode: str) -> str:
@@ -85,17 +70,16 @@ DIRECT_ALIGN = 4096
 
 def _check(config: dict, s: dict) -> None:
     """What the settings ask of the targets, before any run."""
-    study = config["studies"]["filecount"]
     if "direct" in s["modes"] and s["xfer"] % DIRECT_ALIGN:
         raise ConfigError(f"config: studies.filecount.xfer: {s['xfer']} bytes is not a multiple of {DIRECT_ALIGN}, "
                           "which O_DIRECT (modes: direct) needs")
-    kinds = {config["targets"][t]["kind"] for t in study["targets"]}
+    kinds = {config["targets"][t]["kind"] for t in s["targets"]}
     if s["modes"] == ["direct"] and kinds == {"tmpfs"}:
         raise ConfigError("config: studies.filecount.modes: direct only, on tmpfs targets only, where every point "
                           "is skipped (tmpfs has no O_DIRECT of its own): nothing would be measured")
-    for name in study["targets"]:
-        most = max(study["files"])
-        capacity.check({"name": name, **config["targets"][name]}, study="filecount", files=most + 2,
+    for name in s["targets"]:
+        most = max(s["files"])
+        capacity.check(target_spec(config, name), study="filecount", files=most + 2,
                        data_bytes=int(most * s["file_size_mb"] * MiB * 1.03),
                        what=f"{most} files of {s['file_size_mb']} MiB",
                        lower="studies.filecount.file_size_mb or studies.filecount.files")
@@ -104,33 +88,20 @@ def _check(config: dict, s: dict) -> None:
 def jobs(config: dict) -> list[dict]:
     """Every run at this config's scale: target x files x mode x repetition,
     each job measuring with the worker and every peer (`tools`, in run order)."""
-    study = config["studies"]["filecount"]
-    s = _settings(config)
+    s = settings(config, STUDY)
     _check(config, s)
     tools = [WORKER] + [TOOLS[p] for p in s["peers"]]
     return [
-        {
-            "study": "filecount",
-            "scale": config["scale"],
-            "target": {"name": target, **config["targets"][target]},
-            "point": point_id(files, mode),
-            "rep": rep,
-            "files": files,
-            "mode": mode,
-            "tools": adjacent.run_order(tools, files + rep),
-            "file_size_mb": s["file_size_mb"],
-            "threads": s["threads"],
-            "xfer": s["xfer"],
-            "read_pct": s["read_pct"],
-            "duration_s": s["duration_s"],
-            "interval_s": s["interval_s"],
-            "loop_direct_io": s["loop_direct_io"],
-            "seed": config["seed"] + rep,
-        }
-        for target in study["targets"]
-        for files in study["files"]
+        base_job(
+            config, "filecount", target, point_id(files, mode), rep,
+            files=files, mode=mode, tools=adjacent.run_order(tools, files + rep),
+            **{k: s[k] for k in ("file_size_mb", "threads", "xfer", "read_pct", "duration_s", "interval_s",
+                                 "loop_direct_io")},
+        )
+        for target in s["targets"]
+        for files in s["files"]
         for mode in s["modes"]
-        for rep in range(1, s["reps"] + 1)
+        for rep in range(1, s["repetitions"] + 1)
     ]
 
 
@@ -194,7 +165,7 @@ def _measure_worker(d: Path, job: dict) -> dict:
     ] + (["--direct"] if job["mode"] == "direct" else [])
     doc = run_worker("randio", args)
     if doc["status"] != "ok":
-        return _skipped(None, status="error", reason=(doc.get("error") or {}).get("message", doc["status"]),
+        return _skipped(None, status="error", reason=failure(doc),
                         worker_result=doc)
     io = phase(doc, "io")
     reads, writes = io["reads"]["ops"], io["writes"]["ops"]
@@ -226,7 +197,7 @@ def _measure_worker(d: Path, job: dict) -> dict:
 def _measure_fio(d: Path, job: dict) -> dict:
     prep = run_worker("randio", _randio_args(d, job) + ["--prepare"])
     if prep["status"] != "ok":
-        return _skipped(None, status="error", reason=(prep.get("error") or {}).get("message", prep["status"]),
+        return _skipped(None, status="error", reason=failure(prep),
                         worker_result=prep)
     argv = fio.randrw_argv(
         d, job["files"], job["file_size_mb"] * 1024 * 1024, threads=job["threads"], xfer=job["xfer"],
@@ -317,7 +288,7 @@ def estimate_s(job: dict) -> float:
 
 def run(job: dict) -> dict:
     """Provision the job's target, measure, tear down; the raw result with provenance."""
-    return run_job("filecount", job, measure, fallback_without_root=True)
+    return run_job("filecount", job, measure, fallback_without_root=STUDY.measures_without_root)
 
 
 def summary(doc: dict) -> str:
@@ -335,11 +306,7 @@ def _describe(tool: str, t: dict) -> str:
             f"latency mean {t['lat_mean_us']:.1f} us{cpu})")
 
 
-SCHEMA = {
-    "host": pl.String,
-    "study": pl.String,
-    "target": pl.String,
-    "filesystem": pl.String,
+COLUMNS = {
     "files": pl.Int64,
     "mode": pl.String,
     "tool": pl.String,
@@ -365,31 +332,20 @@ SCHEMA = {
     "interval_s": pl.Float64,
     "interval_iops": pl.List(pl.Float64),
     "loop_direct_io": pl.Boolean,
-    "status": pl.String,
-    "reason": pl.String,
-    "worker_version": pl.String,
-    "kernel": pl.String,
-    "started_at": pl.String,
 }
-
-SORT = ["target", "mode", "files", "rep", "tool"]
 
 
 def rows(doc: dict) -> list[dict]:
     """One row per tool of the job, in the order they ran; a job that measured
     nothing (skipped, or not root) gives each tool a row with its reason."""
-    result, target, job = doc["result"], doc["target"], doc["job"]
-    substituted = target.get("substituted")
+    result, job = doc["result"], doc["job"]
     order = result.get("order") or job["tools"]
     done = result.get("tools") or {}
     out = []
     for position, tool in enumerate(order, start=1):
         r = done.get(tool, result)
         out.append({
-            "host": doc["machine"]["host"],
-            "study": doc["study"],
-            "target": job["target"]["name"],
-            "filesystem": target["fs"],
+            **base_row(doc, r["status"], r.get("reason")),
             "files": job["files"],
             "mode": job["mode"],
             "tool": tool,
@@ -417,14 +373,9 @@ def rows(doc: dict) -> list[dict]:
             "interval_s": r.get("interval_s"),
             "interval_iops": r.get("interval_iops"),
             "loop_direct_io": result.get("loop_direct_io"),
-            # A run on a stand-in directory is not a measurement of the target it stands for.
-            "status": "skipped" if substituted and r["status"] == "ok" else r["status"],
-            "reason": substituted or r.get("reason"),
-            "worker_version": doc["worker"]["version"],
-            "kernel": doc["machine"]["kernel"],
-            "started_at": doc["started_at"],
         })
     return out
+
 
 # Cold or warm (boatload.interference records it per phase; the paper states it).
 CACHE = {
@@ -432,3 +383,52 @@ CACHE = {
             "made for the job, so buffered I/O finds them in the page cache; O_DIRECT bypasses the cache",
     "original": "not stated; the files were made with mkfile before the runs",
 }
+
+
+STUDY = Study(
+    name="filecount",
+    order=40,
+    title="File count",
+    question="Do IOPS grow with the number of files (a per-file lock)?",
+    settings={
+        "description": "randio 8 KB, 70 % reads, 64 threads over 1..k files",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["targets", "files"],
+        "properties": {
+            "targets": {"$ref": "#/$defs/target_list"},
+            "repetitions": {"$ref": "#/$defs/repetitions"},
+            "files": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1},
+                      "description": "the numbers of files the threads spread their I/O over, one point each"},
+            "file_size_mb": {"type": "integer", "minimum": 1, "default": 32, "description": "MiB per file"},
+            "threads": {"type": "integer", "minimum": 1, "maximum": 256, "default": 64},
+            "xfer": {"type": "integer", "minimum": 512, "default": 8192, "description": "bytes per I/O"},
+            "read_pct": {"type": "integer", "minimum": 0, "maximum": 100, "default": 70},
+            "duration_s": {"type": "number", "exclusiveMinimum": 0, "default": 5},
+            "interval_s": {
+                "description": "the worker's sampling interval: the IOPS of each interval are the samples of a "
+                               "point's bootstrap when it has one repetition (vdbench printed one line per second)",
+                "type": "number", "minimum": 0.05, "default": 1.0,
+            },
+            "modes": {"type": "array", "minItems": 1, "uniqueItems": True,
+                      "items": {"enum": ["buffered", "direct"]}, "default": ["buffered", "direct"],
+                      "description": "direct on tmpfs is recorded as skipped: tmpfs serves O_DIRECT from the page cache"},
+            "peers": {"type": "array", "uniqueItems": True, "items": {"enum": ["fio"]}, "default": [],
+                      "description": "tools measured beside the worker at every point"},
+            "loop_direct_io": {"type": "boolean", "default": True,
+                               "description": "switch a loop target to direct I/O, so that O_DIRECT reaches the "
+                                              "host's disk, not its page cache"},
+        },
+    },
+    jobs=jobs,
+    run=run,
+    summary=summary,
+    columns=COLUMNS,
+    rows=rows,
+    sort=("target", "mode", "files", "rep", "tool"),
+    tools=tools,
+    estimate_s=estimate_s,
+    measures_without_root=True,
+    figures=("iops", "ratios"),
+    cache=CACHE,
+)

@@ -9,8 +9,9 @@ import polars as pl
 from boatload import capacity, creators
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
+from boatload.study import Study, base_job, base_row, settings, target_spec
 from boatload.targets import Provisioned
-from boatload.worker import phase, run_worker
+from boatload.worker import failure, phase, run_worker
 
 METHOD_LABELS = {
     "worker-1t": "native program, 1 thread",
@@ -37,7 +38,7 @@ def _run_worker(method: str, root: Path, shape: list[int], seed: int) -> dict:
         "cpu_user_s": create["cpu_user_s"],
         "cpu_sys_s": create["cpu_sys_s"],
         "capped": False,
-        "error": None if doc["status"] == "ok" else (doc.get("error") or {}).get("message", doc["status"]),
+        "error": failure(doc),
         "worker": doc,
     }
 
@@ -110,29 +111,18 @@ def forest_size(shape: list[int]) -> tuple[int, int]:
 
 def jobs(config: dict) -> list[dict]:
     """Every run of the study at this config's scale: target x method x repetition."""
-    study = config["studies"]["forest"]
-    reps = study.get("repetitions", config["repetitions"])
-    files, dirs = forest_size(study["shape"])
-    for name in study["targets"]:
+    s = settings(config, STUDY)
+    files, dirs = forest_size(s["shape"])
+    for name in s["targets"]:
         # Empty files take an inode each; each directory at least a block.
-        capacity.check({"name": name, **config["targets"][name]}, study="forest", files=files + dirs + 16,
+        capacity.check(target_spec(config, name), study="forest", files=files + dirs + 16,
                        data_bytes=dirs * 4096, what=f"{files:,} empty files in {dirs:,} directories",
                        lower="studies.forest.shape")
     return [
-        {
-            "study": "forest",
-            "scale": config["scale"],
-            "target": {"name": target, **config["targets"][target]},
-            "point": method,
-            "method": method,
-            "rep": rep,
-            "shape": study["shape"],
-            "time_cap_s": study["time_cap_s"],
-            "seed": config["seed"] + rep,
-        }
-        for target in study["targets"]
-        for method in study["methods"]
-        for rep in range(1, reps + 1)
+        base_job(config, "forest", target, method, rep, method=method, shape=s["shape"], time_cap_s=s["time_cap_s"])
+        for target in s["targets"]
+        for method in s["methods"]
+        for rep in range(1, s["repetitions"] + 1)
     ]
 
 
@@ -170,16 +160,12 @@ def estimate_s(job: dict) -> float:
 
 def run(job: dict) -> dict:
     """Provision the job's target, measure, tear down; the raw result with provenance."""
-    doc = run_job("forest", job, measure)
+    doc = run_job("forest", job, measure, fallback_without_root=STUDY.measures_without_root)
     doc["method_label"] = METHOD_LABELS[job["method"]]
     return doc
 
 
-SCHEMA = {
-    "host": pl.String,
-    "study": pl.String,
-    "target": pl.String,
-    "filesystem": pl.String,
+COLUMNS = {
     "method": pl.String,
     "method_label": pl.String,
     "rep": pl.Int64,
@@ -190,25 +176,16 @@ SCHEMA = {
     "extrapolated": pl.Boolean,
     "space_kb": pl.Int64,
     "inodes_used": pl.Int64,
-    "status": pl.String,
-    "reason": pl.String,
     "cpu_user_s": pl.Float64,
     "cpu_sys_s": pl.Float64,
-    "worker_version": pl.String,
-    "kernel": pl.String,
-    "started_at": pl.String,
 }
 
 
 def rows(doc: dict) -> list[dict]:
     """One row per run."""
-    result, target = doc["result"], doc["target"]
-    substituted = target.get("substituted")
+    result = doc["result"]
     return [{
-        "host": doc["machine"]["host"],
-        "study": doc["study"],
-        "target": doc["job"]["target"]["name"],
-        "filesystem": target["fs"],
+        **base_row(doc, result["status"], result["reason"]),
         "method": doc["job"]["method"],
         "method_label": doc["method_label"],
         "rep": doc["job"]["rep"],
@@ -219,20 +196,50 @@ def rows(doc: dict) -> list[dict]:
         "extrapolated": result["extrapolated"],
         "space_kb": result["space_kb"],
         "inodes_used": result["inodes_used"],
-        # A run on a stand-in directory is not a measurement of the target it stands for.
-        "status": "skipped" if substituted else result["status"],
-        "reason": substituted or result["reason"],
         "cpu_user_s": result["cpu_user_s"],
         "cpu_sys_s": result["cpu_sys_s"],
-        "worker_version": doc["worker"]["version"],
-        "kernel": doc["machine"]["kernel"],
-        "started_at": doc["started_at"],
     }]
 
-SORT = ["target", "method", "rep"]
 
 # Cold or warm (boatload.interference records it per phase; the paper states it).
 CACHE = {
     "ours": "cold: each method makes its files on a file system made for the run; creation reads nothing",
     "original": "not stated; each method made its files in a new tree",
 }
+
+STUDY = Study(
+    name="forest",
+    order=30,
+    title="Forest",
+    question="How fast can a billion empty files be made, by which method, on which file system?",
+    settings={
+        "description": "a forest of empty files made by each method on each target; the original made 1e9",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["shape", "targets", "methods", "time_cap_s"],
+        "properties": {
+            "shape": {"description": "fan-out per level, the last number the files per leaf directory",
+                      "type": "array", "minItems": 1, "maxItems": 4, "items": {"type": "integer", "minimum": 1}},
+            "targets": {"$ref": "#/$defs/target_list"},
+            "methods": {"description": "how the files are made: the worker, or the original's baselines",
+                        "type": "array", "minItems": 1, "uniqueItems": True,
+                        "items": {"enum": list(METHOD_LABELS)}},
+            "time_cap_s": {"description": "slow methods stop after this and their rate is extrapolated, "
+                                          "as the original did",
+                           "type": "number", "exclusiveMinimum": 0},
+            "repetitions": {"$ref": "#/$defs/repetitions"},
+        },
+    },
+    jobs=jobs,
+    run=run,
+    summary=summary,
+    columns=COLUMNS,
+    rows=rows,
+    sort=("target", "method", "rep"),
+    tools=tools,
+    estimate_s=estimate_s,
+    scratch_bytes=archive_bytes,
+    measures_without_root=True,
+    figures=("rates",),
+    cache=CACHE,
+)

@@ -34,8 +34,9 @@ import polars as pl
 
 from boatload import capacity
 from boatload.runner import run_job
+from boatload.study import Study, base_job, base_row, settings, target_spec
 from boatload.targets import Provisioned
-from boatload.worker import WorkerError, run_worker
+from boatload.worker import WorkerError, failure, run_worker
 
 # (worker phase, worker order, the reference's name), in the original's order (#1..#5)
 PHASES = (
@@ -62,15 +63,6 @@ def worker_args(root, job: dict) -> list[str]:
         "--dir", str(root), "--files", str(files), "--dirs", str(min(job["dirs"], files)),
         "--size", str(size), "--phases", PHASE_ARG, "--threads", "1", "--seed", str(job["seed"]),
     ]
-
-
-def worker_failure(doc: dict) -> str:
-    """What went wrong, in one line, from a worker document whose status is not ok."""
-    error = doc.get("error") or {}
-    if not error:
-        return f"worker {doc['status']}"
-    return (f"worker {doc['status']}: {error.get('code')} ({error.get('message')}) "
-            f"in phase {error.get('phase')} at {error.get('where')}")
 
 
 def _phase_result(ph: dict, label: str) -> dict:
@@ -100,34 +92,23 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
         return {**base, "status": "error", "reason": str(exc), "phases": [], "worker_result": None}
     labels = {(name, order): label for name, order, label in PHASES}
     phases = [_phase_result(ph, labels.get((ph["name"], ph.get("order")), ph["name"])) for ph in doc["phases"]]
-    reason = None if doc["status"] == "ok" else worker_failure(doc)
+    reason = failure(doc)
     return {**base, "status": "ok" if doc["status"] == "ok" else "error", "reason": reason,
             "phases": phases, "worker_result": doc}
 
 
 def jobs(config: dict) -> list[dict]:
     """Every run at this config's scale: target x repetition."""
-    study = config["studies"]["journal"]
-    reps = study.get("repetitions", config["repetitions"])
-    files, size, dirs = study["files"], study.get("file_size", 1024), study.get("dirs", 0)
-    for name in study["targets"]:
-        capacity.check({"name": name, **config["targets"][name]}, study="journal", files=files + dirs + 16,
+    s = settings(config, STUDY)
+    files, size, dirs = s["files"], s["file_size"], s["dirs"]
+    for name in s["targets"]:
+        capacity.check(target_spec(config, name), study="journal", files=files + dirs + 16,
                        data_bytes=files * -(-max(size, 1) // 4096) * 4096,
                        what=f"{files:,} files of {size:,} bytes", lower="studies.journal.files")
     return [
-        {
-            "study": "journal",
-            "scale": config["scale"],
-            "target": {"name": target, **config["targets"][target]},
-            "point": "meta",
-            "rep": rep,
-            "files": study["files"],
-            "file_size": study.get("file_size", 1024),
-            "dirs": study.get("dirs", 0),
-            "seed": config["seed"] + rep,
-        }
-        for target in study["targets"]
-        for rep in range(1, reps + 1)
+        base_job(config, "journal", target, "meta", rep, files=files, file_size=size, dirs=dirs)
+        for target in s["targets"]
+        for rep in range(1, s["repetitions"] + 1)
     ]
 
 
@@ -146,7 +127,7 @@ def estimate_s(job: dict) -> float:
 
 def run(job: dict) -> dict:
     """Provision, measure, tear down; without root the job is skipped (no stand-in directory)."""
-    return run_job("journal", job, measure, fallback_without_root=False)
+    return run_job("journal", job, measure, fallback_without_root=STUDY.measures_without_root)
 
 
 def summary(doc: dict) -> str:
@@ -159,11 +140,7 @@ def summary(doc: dict) -> str:
     return f"{target['name']} (log {log_placement(target)}, flushes {flushes(target)}): {doc['result']['files']} files: {rates}"
 
 
-SCHEMA = {
-    "host": pl.String,
-    "study": pl.String,
-    "target": pl.String,
-    "filesystem": pl.String,
+COLUMNS = {
     "log": pl.String,
     "flushes": pl.String,
     "step": pl.Int64,
@@ -178,28 +155,18 @@ SCHEMA = {
     "p99_us": pl.Float64,
     "cpu_user_s": pl.Float64,
     "cpu_sys_s": pl.Float64,
-    "status": pl.String,
-    "reason": pl.String,
-    "worker_version": pl.String,
-    "kernel": pl.String,
-    "started_at": pl.String,
 }
-
-SORT = ["target", "rep", "step"]
 
 
 def rows(doc: dict) -> list[dict]:
     """One row per phase, in the original's order; phases that did not run have no numbers."""
     result, job = doc["result"], doc["job"]
     target = job["target"]
-    substituted = (doc.get("target") or {}).get("substituted")
     done = {p["phase"]: p for p in result.get("phases", [])}
     out = []
     for step, (_, _, label) in enumerate(PHASES, start=1):
         p = done.get(label)
-        if substituted:
-            status, reason = "skipped", substituted
-        elif p is None:
+        if p is None:
             status = "skipped" if result["status"] == "skipped" else "error"
             reason = result.get("reason") or "phase not run"
         elif p["ops"] != result.get("files", job["files"]):
@@ -208,10 +175,7 @@ def rows(doc: dict) -> list[dict]:
             status, reason = "ok", None
         p = p or {}
         out.append({
-            "host": doc["machine"]["host"],
-            "study": doc["study"],
-            "target": target["name"],
-            "filesystem": (doc.get("target") or {}).get("fs") or target.get("fs"),
+            **base_row(doc, status, reason),
             "log": log_placement(target),
             "flushes": flushes(target),
             "step": step,
@@ -226,13 +190,9 @@ def rows(doc: dict) -> list[dict]:
             "p99_us": p.get("p99_us"),
             "cpu_user_s": p.get("cpu_user_s"),
             "cpu_sys_s": p.get("cpu_sys_s"),
-            "status": status,
-            "reason": reason,
-            "worker_version": doc["worker"]["version"],
-            "kernel": doc["machine"]["kernel"],
-            "started_at": doc["started_at"],
         })
     return out
+
 
 # Cold or warm (boatload.interference records it per phase; the paper states it).
 CACHE = {
@@ -240,3 +200,36 @@ CACHE = {
             "files without dropping caches (warm), as bonnie++ and the original's sequence do",
     "original": "not stated; its 250,000 files of 1 KB fit in the page cache of the machine",
 }
+
+
+STUDY = Study(
+    name="journal",
+    order=20,
+    title="Journal",
+    question="Does an XFS log (or ext4 journal) on a fast external device help, and what do cache flushes cost?",
+    settings={
+        "description": "1 KB files, create / random open / random stat / random read / delete, "
+                       "per log placement and flush setting",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["targets", "files"],
+        "properties": {
+            "targets": {"$ref": "#/$defs/target_list"},
+            "repetitions": {"$ref": "#/$defs/repetitions"},
+            "files": {"type": "integer", "minimum": 1, "description": "files made, opened, statted, read, deleted"},
+            "file_size": {"type": "integer", "minimum": 0, "default": 1024, "description": "bytes per file"},
+            "dirs": {"type": "integer", "minimum": 0, "default": 0,
+                     "description": "directories the files spread over (0: one flat directory, as the original)"},
+        },
+    },
+    jobs=jobs,
+    run=run,
+    summary=summary,
+    columns=COLUMNS,
+    rows=rows,
+    sort=("target", "rep", "step"),
+    tools=tools,
+    estimate_s=estimate_s,
+    figures=("phases", "ratios"),
+    cache=CACHE,
+)

@@ -84,13 +84,14 @@ from pathlib import Path
 import polars as pl
 
 from boatload import capacity, memlimit, system
-from boatload.config import ConfigError
+from boatload.errors import ConfigError
 from boatload.paths import scratch_dir
 from boatload.peers import bonnie
 from boatload.studies import adjacent
 from boatload.runner import run_job
+from boatload.study import Study, base_job, base_row, settings, target_spec
 from boatload.targets import Provisioned, set_loop_direct_io
-from boatload.worker import WorkerError, run_worker
+from boatload.worker import WorkerError, failure, run_worker
 
 MiB = 1024 * 1024
 PAGE = 4096
@@ -172,42 +173,29 @@ def tool_files(job: dict, tool: str) -> int:
 def jobs(config: dict) -> list[dict]:
     """Every run at this config's scale: target x working set x repetition,
     each job measuring with the worker and, where configured, bonnie++ (`tools`, in run order)."""
-    study = config["studies"]["tmpfs"]
-    reps = study.get("repetitions", config["repetitions"])
-    limit_mb = memory_limit_mb(study)
-    swap_mb = study.get("swap_mb", 0)
-    size_max = study.get("size_max", 250000)
-    dirs = study.get("dirs", 1000)
-    tools = ["worker", *[p for p in study.get("peers", []) if p == "bonnie"]]
+    s = settings(config, STUDY)
+    limit_mb = memory_limit_mb(s)
+    swap_mb, size_max = s["swap_mb"], s["size_max"]
+    tools = ["worker", *[p for p in s["peers"] if p == "bonnie"]]
     out = []
-    for name in study["targets"]:
-        target = {"name": name, **config["targets"][name]}
-        for w in study["working_set"]:
+    for name in s["targets"]:
+        target = target_spec(config, name)
+        for w in s["working_set"]:
             files = working_set_files(w, limit_mb, size_max)
             files_k = bonnie.files_k(files) if "bonnie" in tools else None
             for n in (files, *([files_k * 1024] if files_k else [])):
                 check_sizes(target, w, n, size_max, limit_mb, swap_mb)
-            for rep in range(1, reps + 1):
-                out.append({
-                    "study": "tmpfs",
-                    "scale": config["scale"],
-                    "target": target,
-                    "point": point(w),
-                    "rep": rep,
-                    "tools": adjacent.run_order(tools, rep + 1),
-                    "working_set": w,
-                    "files": files,
-                    "bonnie_files_k": files_k,
-                    "bonnie_files": files_k * 1024 if files_k else None,
-                    "dirs": min(dirs, files),
-                    "size_min": 0,
-                    "size_max": size_max,
-                    "memory_limit_mb": limit_mb,
-                    "memory_limit_configured": study.get("memory_limit_mb"),
-                    "swap_mb": swap_mb,
-                    "loop_direct_io": study.get("loop_direct_io", True),
-                    "seed": config["seed"] + rep,
-                })
+            out += [
+                base_job(
+                    config, "tmpfs", name, point(w), rep,
+                    tools=adjacent.run_order(tools, rep + 1), working_set=w, files=files,
+                    bonnie_files_k=files_k, bonnie_files=files_k * 1024 if files_k else None,
+                    dirs=min(s["dirs"], files), size_min=0, size_max=size_max, memory_limit_mb=limit_mb,
+                    memory_limit_configured=s["memory_limit_mb"], swap_mb=swap_mb,
+                    loop_direct_io=s["loop_direct_io"],
+                )
+                for rep in range(1, s["repetitions"] + 1)
+            ]
     return out
 
 
@@ -372,7 +360,7 @@ def _measure_once(root: Path, job: dict, tool: str) -> tuple[str, str | None, di
                 found["worker_result"] = doc
                 found["tests"] = worker_tests(doc, job["files"])
                 if doc["status"] != "ok":
-                    status, reason = "error", _worker_failure(doc)
+                    status, reason = "error", failure(doc)
             else:
                 run = bonnie.run(root, job["bonnie_files_k"], job["size_max"], job["dirs"],
                                  size_min=job["size_min"], seed=job["seed"], runner=limit.run)
@@ -382,14 +370,6 @@ def _measure_once(root: Path, job: dict, tool: str) -> tuple[str, str | None, di
             status, reason = "error", str(exc)
         found["memory_limit"] = limit.provenance
     return status, reason, found, limit.stats()  # after the block: the numbers taken at teardown
-
-
-def _worker_failure(doc: dict) -> str:
-    error = doc.get("error") or {}
-    if not error:
-        return f"worker {doc['status']}"
-    return (f"worker {doc['status']}: {error.get('code')} ({error.get('message')}) "
-            f"in phase {error.get('phase')} at {error.get('where')}")
 
 
 # Rough cost of one file through the phases, inside RAM and beyond it (paging
@@ -407,7 +387,7 @@ def estimate_s(job: dict) -> float:
 
 def run(job: dict) -> dict:
     """Provision, measure, tear down; without root the job is skipped (no stand-in directory)."""
-    return run_job("tmpfs", job, measure, fallback_without_root=False)
+    return run_job("tmpfs", job, measure, fallback_without_root=STUDY.measures_without_root)
 
 
 def summary(doc: dict) -> str:
@@ -430,11 +410,7 @@ def _describe(tool: str, t: dict) -> str:
 # --------------------------------------------------------------------------
 # the tidy table
 
-SCHEMA = {
-    "host": pl.String,
-    "study": pl.String,
-    "target": pl.String,
-    "filesystem": pl.String,
+COLUMNS = {
     "working_set": pl.Float64,
     "working_set_label": pl.String,
     "files": pl.Int64,
@@ -456,15 +432,7 @@ SCHEMA = {
     "loop_direct_io": pl.Boolean,
     "swap_used_mb": pl.Float64,
     "peak_mb": pl.Float64,
-    "status": pl.String,
-    "reason": pl.String,
-    "worker_version": pl.String,
-    "kernel": pl.String,
-    "started_at": pl.String,
 }
-
-SORT = ["target", "working_set", "tool", "rep", "step"]
-
 
 def rows(doc: dict) -> list[dict]:
     """One row per tool and test, the tools in the order they ran, the tests in
@@ -478,16 +446,13 @@ def rows(doc: dict) -> list[dict]:
 
 def _tool_rows(doc: dict, tool: str, result: dict, position: int, first_tool: str) -> list[dict]:
     job, top = doc["job"], doc["result"]
-    substituted = (doc.get("target") or {}).get("substituted")
     memory = result.get("memory") or {}
     done = {t["test"]: t for t in result.get("tests", [])}
     files = tool_files(job, tool)
     out = []
     for step, (test, _) in enumerate(TESTS, start=1):
         t = done.get(test)
-        if substituted:
-            status, reason = "skipped", substituted
-        elif t is None or t["ops_per_s"] is None and not t.get("too_fast"):
+        if t is None or t["ops_per_s"] is None and not t.get("too_fast"):
             status = "skipped" if result["status"] == "skipped" else "error"
             reason = result.get("reason") or "test not run"
         elif not t.get("complete", True):
@@ -498,10 +463,7 @@ def _tool_rows(doc: dict, tool: str, result: dict, position: int, first_tool: st
             status, reason = "ok", top.get("loop_direct_io_note")
         t = t or {}
         out.append({
-            "host": doc["machine"]["host"],
-            "study": doc["study"],
-            "target": job["target"]["name"],
-            "filesystem": (doc.get("target") or {}).get("fs") or job["target"].get("fs"),
+            **base_row(doc, status, reason),
             "working_set": float(job["working_set"]),
             "working_set_label": working_set_label(job["working_set"]),
             "files": files,
@@ -524,11 +486,6 @@ def _tool_rows(doc: dict, tool: str, result: dict, position: int, first_tool: st
             "loop_direct_io": top.get("loop_direct_io"),
             "swap_used_mb": memory.get("swap_used_mb"),
             "peak_mb": memory.get("peak_mb"),
-            "status": status,
-            "reason": reason,
-            "worker_version": doc["worker"]["version"],
-            "kernel": doc["machine"]["kernel"],
-            "started_at": doc["started_at"],
         })
     return out
 
@@ -538,3 +495,46 @@ CACHE = {
             "caches; the memory limit decides how much stays cached",
     "original": "bonnie++ -n, whose tests run back to back on the same files (warm)",
 }
+
+
+STUDY = Study(
+    name="tmpfs",
+    order=50,
+    title="tmpfs",
+    question="tmpfs vs ext3 with the working set inside and beyond RAM.",
+    settings={
+        "description": "bonnie-style small-file create/read/delete, tmpfs vs ext3, inside and beyond memory",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["targets", "memory_limit_mb", "working_set"],
+        "properties": {
+            "targets": {"$ref": "#/$defs/target_list"},
+            "repetitions": {"$ref": "#/$defs/repetitions"},
+            "memory_limit_mb": {"type": ["integer", "null"], "minimum": 64,
+                                "description": "cgroup limit (null: the machine's RAM)"},
+            "swap_mb": {"type": "integer", "minimum": 0, "default": 0,
+                        "description": "a swap file for the limit's overflow (tmpfs pages out to it)"},
+            "working_set": {"type": "array", "minItems": 1, "items": {"type": "number", "exclusiveMinimum": 0},
+                            "description": "data size as a multiple of memory"},
+            "dirs": {"type": "integer", "minimum": 1, "default": 1000},
+            "size_max": {"type": "integer", "exclusiveMinimum": 0, "default": 250000,
+                         "description": "files are 0..size_max bytes; their mean, size_max / 2, sizes the working set"},
+            "loop_direct_io": {"type": "boolean", "default": True,
+                               "description": "switch a loop target (ext3) to direct I/O, so that what the memory "
+                                              "limit pushes out is read back from the disk, not from the host's "
+                                              "page cache"},
+            "peers": {"type": "array", "uniqueItems": True, "items": {"enum": ["bonnie"]}, "default": [],
+                      "description": "tools measured beside the worker at every point"},
+        },
+    },
+    jobs=jobs,
+    run=run,
+    summary=summary,
+    columns=COLUMNS,
+    rows=rows,
+    sort=("target", "working_set", "tool", "rep", "step"),
+    tools=tools,
+    estimate_s=estimate_s,
+    figures=("rates", "ratios"),
+    cache=CACHE,
+)

@@ -1,0 +1,126 @@
+"""What a study is: the record each module in boatload.studies declares as
+`STUDY`, and the parts every study shares (its settings, the core of a job,
+the common columns of its tidy table).
+
+The workflow, the config schema, the CLI, the paper and the blog read the
+records (boatload.studies.registry), so a study is declared once, in its module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    #: the study's place in the paper and every listing (smaller first)
+    order: int
+    #: a heading's worth, e.g. "File count"
+    title: str
+    #: the original's question, one sentence (the blog's subtitle, the report caption)
+    question: str
+    #: JSON schema (an object) of `studies.<name>` in the config: help and defaults live here
+    settings: dict
+    #: config -> every run at the config's scale (each from `base_job`)
+    jobs: Callable[[dict], list[dict]]
+    #: job -> the raw result document (provision, measure, tear down: boatload.runner.run_job)
+    run: Callable[[dict], dict]
+    #: raw document -> one line for the log
+    summary: Callable[[dict], str]
+    #: the study's own tidy columns (polars dtypes), between HEAD_COLUMNS and TAIL_COLUMNS
+    columns: dict
+    #: raw document -> rows of the tidy table (each from `base_row`)
+    rows: Callable[[dict], list[dict]]
+    #: the tidy table's sort order
+    sort: tuple[str, ...]
+    #: job -> the external commands it runs (the preflight checks them)
+    tools: Callable[[dict], set[str]] = field(default=lambda job: set())
+    #: job -> a rough duration in seconds, for the plan and the progress line
+    estimate_s: Callable[[dict], float] = field(default=lambda job: 1.0)
+    #: job -> bytes it keeps in the scratch directory besides its target (archives)
+    scratch_bytes: Callable[[dict], int] = field(default=lambda job: 0)
+    #: the figures its notebook writes, results/figures/<name>-<figure>.{svg,png,pdf,vl.json}
+    figures: tuple[str, ...] = ()
+    #: without root: measure a plain directory in the target's place (True), or record the runs as skipped
+    measures_without_root: bool = False
+    #: cold or warm, ours and the original's, as the paper states it
+    cache: dict | None = None
+    #: settings per scale (ci, quick, full) that the config's entry may override
+    defaults: dict = field(default_factory=dict)
+
+    @property
+    def table_schema(self) -> dict:
+        """Every column of the tidy table (without the run's interference columns, boatload.tidy)."""
+        return {**HEAD_COLUMNS, **self.columns, **TAIL_COLUMNS}
+
+    @property
+    def caption(self) -> str:
+        """The report's caption of the study's table and figures (reStructuredText)."""
+        figures = ", ".join(f"``{self.name}-{f}``" for f in self.figures)
+        return (f"**{self.title}**: {self.question} Figures: {figures or 'none'}; "
+                f"``{self.name}.csv`` holds the measured values.")
+
+
+# Every tidy table starts with these columns and ends with those.
+HEAD_COLUMNS = {"host": pl.String, "study": pl.String, "target": pl.String, "filesystem": pl.String}
+TAIL_COLUMNS = {"status": pl.String, "reason": pl.String, "worker_version": pl.String, "kernel": pl.String,
+                "started_at": pl.String}
+
+
+def defaults_of(schema: dict) -> dict:
+    """The `default` of every property of a settings schema."""
+    return {k: v["default"] for k, v in schema.get("properties", {}).items() if "default" in v}
+
+
+def settings(config: dict, study: Study) -> dict:
+    """A study's settings as it runs them: the schema's defaults, then the
+    study's defaults for the config's scale, then the config's entry; with
+    `repetitions` resolved against the top level."""
+    entry = config["studies"][study.name] or {}
+    merged = {**defaults_of(study.settings), **study.defaults.get(config.get("scale"), {}), **entry}
+    merged.setdefault("repetitions", config["repetitions"])
+    return merged
+
+
+def target_spec(config: dict, name: str) -> dict:
+    """A target as jobs carry it: its config entry with its name."""
+    return {"name": name, **config["targets"][name]}
+
+
+def base_job(config: dict, study: str, target: str, point: str, rep: int, **fields) -> dict:
+    """The core every job has: study, scale, target (spec with name), point
+    (a path-safe id within the target), rep, and a seed that differs per
+    repetition; `fields` are the study's own."""
+    return {
+        "study": study,
+        "scale": config["scale"],
+        "target": target_spec(config, target),
+        "point": point,
+        "rep": rep,
+        **fields,
+        "seed": config["seed"] + rep,
+    }
+
+
+def base_row(doc: dict, status: str, reason: str | None) -> dict:
+    """The columns every tidy row has (HEAD_COLUMNS and TAIL_COLUMNS) for a raw
+    run document; `status` and `reason` are the row's own. A run on a stand-in
+    directory (a target it could not make) is not a measurement of that target:
+    its rows are skipped, with the substitution as the reason."""
+    job, made = doc["job"], doc.get("target") or {}
+    substituted = made.get("substituted")
+    return {
+        "host": doc["machine"]["host"],
+        "study": doc["study"],
+        "target": job["target"]["name"],
+        "filesystem": made.get("fs") or job["target"].get("fs"),
+        "status": "skipped" if substituted else status,
+        "reason": substituted or reason,
+        "worker_version": doc["worker"]["version"],
+        "kernel": doc["machine"]["kernel"],
+        "started_at": doc["started_at"],
+    }
