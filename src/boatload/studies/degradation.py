@@ -62,15 +62,12 @@ as `precondition`) and deletes that file.
 
 Without root (no loop device, no cgroup) the job is recorded as skipped with
 the reason: a plain directory on the host file system says nothing about a
-file system filling up. So is a job with a memory limit when
-boatload.memlimit is not installed.
+file system filling up.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import math
 import os
 import statistics
@@ -78,7 +75,7 @@ import subprocess
 
 import polars as pl
 
-from boatload import system
+from boatload import memlimit, system
 from boatload.errors import ConfigError
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
@@ -189,11 +186,6 @@ def _limit(limit_mb: int | None):
     if limit_mb is None:
         yield _Plain()
         return
-    try:
-        memlimit = importlib.import_module("boatload.memlimit")
-    except ImportError as exc:
-        raise RuntimeError(f"degradation: boatload.memlimit is not available ({exc}); "
-                           "the memory limit cannot be set") from None
     with memlimit.memory_limit(limit_mb, 0, scratch_dir()) as lim:
         yield lim
 
@@ -225,8 +217,6 @@ def _precondition(provisioned: Provisioned, block: int) -> dict | None:
 def measure(provisioned: Provisioned, job: dict) -> dict:
     """The three stages on one file system: fill, write the big file, read it."""
     limit_mb = job["memory_limit_mb"]
-    if limit_mb is not None and importlib.util.find_spec("boatload.memlimit") is None:
-        return {"status": "skipped", "reason": "boatload.memlimit is not available: no memory limit, no measurement"}
     m = memory_mb(limit_mb)
     file_bytes = 2 * m << 20
     block = parse_size(job["block"])
