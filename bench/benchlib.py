@@ -26,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from boatload.peers import fio as fio_peer
-from boatload.targets import parse_target, provision
+from boatload.targets import provision
+from boatload.targetspec import parse_target
 
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE_BUILD = ROOT / "native" / "build"

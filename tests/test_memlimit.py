@@ -22,11 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from boatload import memlimit
-from boatload.ledger import Ledger
-from boatload.memlimit import MemoryLimitError, MemoryLimitNeedsRoot, memory_limit
+from boatload import cgroups
+from boatload.cgroups import MemoryLimitError, MemoryLimitNeedsRoot
 from boatload.cleanup import cleanup
-from boatload.targets import NeedsRoot
+from boatload.hostops import MountEntry
+from boatload.ledger import Ledger
+from boatload.memlimit import memory_limit
+from boatload.targetspec import NeedsRoot
 
 IS_ROOT = os.geteuid() == 0
 root = pytest.mark.skipif(not IS_ROOT, reason="needs root (cgroups, swapon)")
@@ -324,7 +326,7 @@ def test_non_root_memory_limit_says_what_is_missing(nobody_dir):
         import sys
         from pathlib import Path
         from boatload.memlimit import memory_limit
-        from boatload.targets import NeedsRoot
+        from boatload.targetspec import NeedsRoot
         for swap in (0, 64):
             try:
                 with memory_limit(64, swap, Path(sys.argv[1])):
@@ -343,7 +345,7 @@ def test_non_root_memory_limit_says_what_is_missing(nobody_dir):
         assert kind == "MemoryLimitNeedsRoot"
         assert msg.startswith("memory limit needs root or a delegated cgroup v2 subtree with the memory controller; "
                               f"running as uid {NOBODY} with "), msg
-        for h in memlimit.hierarchies():  # every hierarchy is named, with what is wrong with it
+        for h in cgroups.hierarchies():  # every hierarchy is named, with what is wrong with it
             assert str(h.mount) in msg
     assert not scratch.exists()  # nothing touched
 
@@ -373,13 +375,14 @@ def _fake_v2(base: Path, controllers: str, delegated: bool) -> tuple[Path, str]:
 CHOOSE = textwrap.dedent(
     """
     import sys
-    from boatload import memlimit
-    from boatload.targets import MountEntry, NeedsRoot
+    from boatload import cgroups
+    from boatload.hostops import MountEntry
+    from boatload.targetspec import NeedsRoot
     mount, own = sys.argv[1], sys.argv[2]
     entries = [MountEntry(mount, "0:99", "cgroup2", "cgroup2", "rw", "rw", "/")]
-    hs = memlimit.hierarchies(entries, f"0::{own}\\n")
+    hs = cgroups.hierarchies(entries, f"0::{own}\\n")
     try:
-        c = memlimit.choose(hs)
+        c = cgroups.choose(hs)
         print("CHOSE", c.hierarchy.version, c.parent, c.enable)
     except NeedsRoot as e:
         print("NEEDSROOT", e)
@@ -412,23 +415,23 @@ def test_cgroup_v2_choice_as_a_user(nobody_dir, controllers, delegated, expect):
 
 def test_cgroup_v2_choice_as_root(tmp_path):
     mount, own = _fake_v2(tmp_path, "cpu memory pids", delegated=False)
-    entries = [memlimit._t.MountEntry(str(mount), "0:99", "cgroup2", "cgroup2", "rw", "rw", "/")]
-    hs = memlimit.hierarchies(entries, f"0::{own}\n")
-    assert hs == [memlimit.Hierarchy(2, mount, mount / own.lstrip("/"), True)]
-    c = memlimit.choose(hs, euid=0)
+    entries = [MountEntry(str(mount), "0:99", "cgroup2", "cgroup2", "rw", "rw", "/")]
+    hs = cgroups.hierarchies(entries, f"0::{own}\n")
+    assert hs == [cgroups.Hierarchy(2, mount, mount / own.lstrip("/"), True)]
+    c = cgroups.choose(hs, euid=0)
     assert (c.parent, c.enable) == (mount, False)  # memory already in the top's subtree_control
     (mount / "cgroup.subtree_control").write_text("pids\n")
-    assert memlimit.choose(hs, euid=0).enable is True
+    assert cgroups.choose(hs, euid=0).enable is True
     with pytest.raises(MemoryLimitError, match="found no cgroup file system mounted|found the memory controller"):
-        memlimit.choose([], euid=0)
+        cgroups.choose([], euid=0)
     with pytest.raises(NeedsRoot, match="running as uid 1000 with"):
-        memlimit.choose([], euid=1000)
+        cgroups.choose([], euid=1000)
     assert issubclass(MemoryLimitNeedsRoot, NeedsRoot) and issubclass(MemoryLimitNeedsRoot, MemoryLimitError)
 
 
 def test_hierarchies_of_this_machine():
     """Whatever the machine has, the v1 memory hierarchy (if mounted) comes first."""
-    hs = memlimit.hierarchies()
+    hs = cgroups.hierarchies()
     versions = [h.version for h in hs]
     assert versions == sorted(versions)
     for h in hs:

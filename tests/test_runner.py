@@ -9,7 +9,7 @@ from boatload.tidy import tidy
 
 @pytest.fixture
 def not_root(monkeypatch, tmp_path, worker):
-    monkeypatch.setattr(targets, "_is_root", lambda: False)
+    monkeypatch.setattr(targets, "is_root", lambda: False)
     monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
     monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
 

@@ -14,7 +14,8 @@ import yaml
 from boatload import targets
 from boatload.config import ConfigError
 from boatload.studies import degradation
-from boatload.targets import Provisioned, parse_target
+from boatload.targets import Provisioned
+from boatload.targetspec import parse_target
 from conftest import ROOT, ours_left
 
 IS_ROOT = os.geteuid() == 0
@@ -117,7 +118,7 @@ def test_ci_run_three_stages_inside_the_memory_limit(scratch):
 
 
 def test_without_root_skipped_with_the_reason(scratch, monkeypatch):
-    monkeypatch.setattr(targets, "_is_root", lambda: False)
+    monkeypatch.setattr(targets, "is_root", lambda: False)
     (job, *_) = degradation.jobs(config("ci.yaml"))
     doc = degradation.run(job)
     assert doc["result"]["status"] == "skipped"

@@ -184,7 +184,7 @@ def test_ci_run_worker_and_fio_in_the_same_job(scratch):
 
 
 def test_without_root_runs_on_a_plain_directory_marked_substituted(scratch, monkeypatch):
-    monkeypatch.setattr(targets, "_is_root", lambda: False)
+    monkeypatch.setattr(targets, "is_root", lambda: False)
     cfg = config("ci.yaml")
     job = next(j for j in filecount.jobs(cfg) if j["target"]["name"] == "ext4" and j["point"] == "k02-buffered")
     doc = filecount.run(job)

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 import yaml
 
-from boatload import targets
+from boatload import targets, targetspec
 from boatload.studies import journal
 from boatload.tidy import schema, tidy
 from conftest import ROOT, ours_left
@@ -92,7 +92,7 @@ def test_a_ci_job_on_xfs_measures_the_five_phases(scratch, tmp_path):
 @root
 def test_external_log_and_dropped_flushes_are_labelled(scratch):
     cfg = config("ci.yaml")
-    if "log" not in targets.FIELDS:
+    if "log" not in targetspec.FIELDS:
         pytest.skip("boatload.targets does not take `log`/`write_cache` yet")
     for name, log, flushes in (("ext4-journal-external", "external", "honoured"),
                                ("xfs-log-internal-noflush", "internal", "dropped")):
@@ -104,7 +104,7 @@ def test_external_log_and_dropped_flushes_are_labelled(scratch):
 
 
 def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, tmp_path):
-    monkeypatch.setattr(targets, "_is_root", lambda: False)
+    monkeypatch.setattr(targets, "is_root", lambda: False)
     doc = journal.run(job_for(config("ci.yaml"), "xfs-log-internal"))
     assert doc["result"]["status"] == "skipped"
     assert "not root" in doc["result"]["reason"] and "needs root" in doc["result"]["reason"]

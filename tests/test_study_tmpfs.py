@@ -263,7 +263,7 @@ def test_ci_worker_and_bonnie_in_the_same_job_in_the_memory_limit(scratch, tmp_p
 
 
 def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, tmp_path):
-    monkeypatch.setattr(targets, "_is_root", lambda: False)
+    monkeypatch.setattr(targets, "is_root", lambda: False)
     docs = [tmpfs.run(job_for(config("ci.yaml"), "tmpfs", 0.6, with_bonnie=bonnie_too)) for bonnie_too in (False, True)]
     for doc in docs:
         assert doc["result"]["status"] == "skipped" and "not root" in doc["result"]["reason"]

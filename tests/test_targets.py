@@ -25,13 +25,9 @@ from boatload import targets
 from boatload.ledger import Ledger
 from boatload.signals import Terminated, deferred_signals, signals_as_exceptions
 from boatload.cleanup import cleanup
-from boatload.targets import (
-    TargetError,
-    TargetSpec,
-    needs_root,
-    parse_target,
-    provision,
-)
+from boatload.hostops import Teardown
+from boatload.targets import provision
+from boatload.targetspec import MKFS, TargetError, TargetSpec, needs_root, parse_target
 
 IS_ROOT = os.geteuid() == 0
 root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)")
@@ -244,6 +240,37 @@ def test_ledger_skips_damaged_lines(tmp_path):
     assert res[b].released and res[b].pid == os.getpid()
 
 
+def test_teardown_runs_every_step_and_keeps_the_exception_that_started_it(tmp_path, capsys):
+    led = Ledger(tmp_path)
+    rid = led.record("dir", tmp_path / "dirs" / "d")
+    ran = []
+
+    def fail():
+        ran.append("second")
+        raise OSError("disk on fire")
+
+    with pytest.raises(KeyboardInterrupt):  # not the OSError of a step
+        with Teardown("target 'x'") as undo:
+            undo.step("first", lambda: ran.append("first"), release=(led, rid))
+            undo.step("second", fail)
+            undo.step("third", lambda: ran.append("third"))
+            raise KeyboardInterrupt
+    assert ran == ["third", "second", "first"]
+    assert led.get(rid).released
+    assert capsys.readouterr().err == "boatload: teardown of target 'x': second: disk on fire\n"
+
+    def raising(message):
+        def step():
+            raise ValueError(message)
+
+        return step
+
+    with pytest.raises(TargetError, match=r"^teardown of target 'x' failed: b: 2; a: 1$"):  # every failure, named
+        with Teardown("target 'x'") as undo:
+            undo.step("a", raising("1"))
+            undo.step("b", raising("2"))
+
+
 # -- dir (no root) -------------------------------------------------------------
 
 
@@ -264,9 +291,9 @@ def test_dir_target(scratch):
 
 
 def test_missing_tool_names_command_and_package(scratch, monkeypatch):
-    real = targets.shutil.which
-    monkeypatch.setattr(targets.shutil, "which", lambda c, *a, **k: None if c == "mkfs.xfs" else real(c, *a, **k))
-    monkeypatch.setattr(targets, "_is_root", lambda: True)
+    real = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda c, *a, **k: None if c == "mkfs.xfs" else real(c, *a, **k))
+    monkeypatch.setattr(targets, "is_root", lambda: True)
     with pytest.raises(TargetError) as e:
         with provision(spec_for("xfs"), scratch):
             pass
@@ -302,7 +329,7 @@ def test_provision_real_fs(fs, scratch):
             assert p["loop_device"].startswith("/dev/loop")
             assert loops_under(scratch) == {p["loop_device"]: p["image"]}
             assert p["image_size_bytes"] == SIZES[fs] * 1024 * 1024
-            assert Path(p["mkfs_command"][0]).name == targets.MKFS[fs][0]
+            assert Path(p["mkfs_command"][0]).name == MKFS[fs][0]
             assert p["mkfs_command"][-1] == p["loop_device"]
             assert os.stat(p["image"]).st_blocks * 512 < p["image_size_bytes"]  # sparse
         json.dumps(p)  # provenance is plain data
@@ -415,7 +442,7 @@ def test_write_cache_is_restored_and_applies_to_the_log(scratch):
 
 @root
 def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch):
-    real_write, real_read = targets._write_sys, targets._read_sys
+    real_write, real_read = targets.write_sys, targets.read_sys
 
     def refuse(path, value):
         if Path(path).name == "write_cache":
@@ -425,8 +452,8 @@ def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch)
     def read(path):  # whatever a loop device was left at, it now needs changing
         return "write back" if Path(path).name == "write_cache" else real_read(path)
 
-    monkeypatch.setattr(targets, "_write_sys", refuse)
-    monkeypatch.setattr(targets, "_read_sys", read)
+    monkeypatch.setattr(targets, "write_sys", refuse)
+    monkeypatch.setattr(targets, "read_sys", read)
     with pytest.raises(TargetError) as e:
         with provision(spec_for("ext4", write_cache="write through"), scratch):
             pass
@@ -472,7 +499,8 @@ CHILD = textwrap.dedent(
     """
     import signal, sys, time
     from pathlib import Path
-    from boatload.targets import parse_target, provision
+    from boatload.targets import provision
+    from boatload.targetspec import parse_target
     # as a fresh terminal process has them, even if started under nohup or in a background job
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
@@ -581,7 +609,7 @@ def test_cleanup_leaves_live_runs_alone(scratch):
 @root
 def test_existing_file_at_image_path_is_never_formatted(scratch, monkeypatch):
     token = f"{os.getpid()}-fixed"
-    monkeypatch.setattr(targets, "_token", lambda: token)
+    monkeypatch.setattr(targets, "token", lambda: token)
     victim = scratch / "images" / f"ext4-{token}.img"
     victim.parent.mkdir(parents=True)
     victim.write_bytes(b"precious" * 1000)
@@ -596,7 +624,7 @@ def test_existing_file_at_image_path_is_never_formatted(scratch, monkeypatch):
 @root
 def test_image_swapped_before_mkfs_is_not_formatted(scratch, monkeypatch):
     """Someone replaces the image between creation and formatting: refuse."""
-    real_run = targets._run
+    real_run = targets.run
     victim = {}
 
     def run(argv, *a, **k):
@@ -607,7 +635,7 @@ def test_image_swapped_before_mkfs_is_not_formatted(scratch, monkeypatch):
             victim["path"] = img
         return real_run(argv, *a, **k)
 
-    monkeypatch.setattr(targets, "_run", run)
+    monkeypatch.setattr(targets, "run", run)
     with pytest.raises(TargetError, match="refusing to format"):
         with provision(spec_for("ext4"), scratch):
             pass
@@ -658,7 +686,8 @@ def test_non_root_tmpfs_needs_root(nobody_scratch):
         """
         import sys
         from pathlib import Path
-        from boatload.targets import NeedsRoot, parse_target, provision
+        from boatload.targets import provision
+        from boatload.targetspec import NeedsRoot, parse_target
         for name, m in (("tmpfs", {"kind": "tmpfs"}), ("ext4", {"fs": "ext4"})):
             try:
                 with provision(parse_target(name, m), Path(sys.argv[1])):
@@ -682,7 +711,8 @@ def test_non_root_dir_works(nobody_scratch):
         import os, sys
         from pathlib import Path
         from boatload.cleanup import cleanup
-        from boatload.targets import parse_target, provision
+        from boatload.targets import provision
+        from boatload.targetspec import parse_target
         with provision(parse_target("home", {"kind": "dir"}), Path(sys.argv[1])) as t:
             (t.path / "f").write_text("x")
             print(t.path, os.stat(t.path).st_uid)

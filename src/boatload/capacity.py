@@ -10,9 +10,8 @@ bytes are checked.
 from __future__ import annotations
 
 from boatload.config import ConfigError
-from boatload.targetspec import TargetSpec, _option_value, parse_target
+from boatload.targetspec import MiB, TargetSpec, option_value, parse_target
 
-MiB = 1 << 20
 # /etc/mke2fs.conf as Debian ships it: the usage type by size, and its bytes per inode.
 EXT_INODE_RATIO = ((3 * MiB, 8192), (512 * MiB, 4096), (None, 16384))
 XFS_INODE_BYTES = 512
@@ -31,16 +30,16 @@ def inodes(spec: TargetSpec) -> int | None:
         return None
     size = spec.size_mb * MiB
     if spec.fs in ("ext2", "ext3", "ext4"):
-        count = _option_value(spec.mkfs_options, "-N")
+        count = option_value(spec.mkfs_options, "-N")
         if count and count.isdigit():
             return int(count)
-        ratio = _option_value(spec.mkfs_options, "-i")
+        ratio = option_value(spec.mkfs_options, "-i")
         if ratio and ratio.isdigit():
             return size // int(ratio)
         return size // next(r for limit, r in EXT_INODE_RATIO if limit is None or size < limit)
     if spec.fs == "xfs":
         maxpct, inode_bytes = XFS_IMAXPCT, XFS_INODE_BYTES
-        for value in (_option_value(spec.mkfs_options, "-i") or "").split(","):
+        for value in (option_value(spec.mkfs_options, "-i") or "").split(","):
             key, _, number = value.partition("=")
             if key == "maxpct" and number.isdigit():
                 maxpct = int(number) or 100  # 0: no limit but the space

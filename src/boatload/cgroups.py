@@ -1,19 +1,18 @@
 """The host's memory cgroups and swap, as boatload.memlimit reads them: the
 cgroup hierarchies (v1 and v2), where a limit can go (`choose`), the
-active swaps. boatload.memlimit re-exports all of it."""
+active swaps, and reading and writing cgroup files."""
 
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from boatload import targets as _t
-from boatload.targets import NeedsRoot, TargetError
+from boatload.hostops import mountinfo, read_sys, unescape, write_sys
+from boatload.targetspec import NeedsRoot, TargetError
 
 V2_PREFERRED = ("/sys/fs/cgroup", "/sys/fs/cgroup/unified")
-CGROUP_FS = ("cgroup", "cgroup2")  # statfs names, see targets.FS_MAGIC
+CGROUP_FS = ("cgroup", "cgroup2")  # statfs names, see hostops.FS_MAGIC
 
 
 class MemoryLimitError(TargetError):
@@ -25,61 +24,50 @@ class MemoryLimitNeedsRoot(MemoryLimitError, NeedsRoot):
 
 
 # --------------------------------------------------------------------------
-# small system helpers
+# cgroup files
 
 
-def _read(path: Path | str) -> str | None:
-    try:
-        return Path(path).read_text()
-    except OSError:
-        return None
+def words(path: Path | str) -> list[str]:
+    return (read_sys(path) or "").split()
 
 
-def _words(path: Path | str) -> list[str]:
-    return (_read(path) or "").split()
-
-
-def _read_int(path: Path | str) -> int | None:
+def read_int(path: Path | str) -> int | None:
     """An integer from a cgroup file; None if absent or "max"."""
-    text = (_read(path) or "").strip()
+    text = read_sys(path) or ""
     return int(text) if text.isdigit() else None
 
 
-def _read_kv(path: Path | str) -> dict[str, int]:
+def read_kv(path: Path | str) -> dict[str, int]:
     out = {}
-    for line in (_read(path) or "").splitlines():
+    for line in (read_sys(path) or "").splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[1].isdigit():
             out[parts[0]] = int(parts[1])
     return out
 
 
-def _write(path: Path, value: str) -> None:
-    """Write one value to a cgroup/sysfs file, as one write(2)."""
+def write_cgroup(path: Path, value: str) -> None:
+    """Write one value to a cgroup file, as one write(2); MemoryLimitError naming it if that fails."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-        try:
-            os.write(fd, value.encode())
-        finally:
-            os.close(fd)
+        write_sys(path, value)
     except OSError as e:
         raise MemoryLimitError(f"cgroup: writing {value!r} to {path} failed ({e.strerror})") from None
 
 
-def _writable(path: Path) -> bool:
+def writable(path: Path) -> bool:
     return os.access(path, os.W_OK)
 
 
-def _procs(cgroup: Path) -> list[int]:
+def procs(cgroup: Path) -> list[int]:
     """Processes in `cgroup` that we can see: the kernel lists those of other
     pid namespaces as 0, and kill(0, …) would hit our own process group."""
-    return [int(w) for w in _words(cgroup / "cgroup.procs") if w.isdigit() and int(w) > 0]
+    return [int(w) for w in words(cgroup / "cgroup.procs") if w.isdigit() and int(w) > 0]
 
 
-def _meminfo_swap_used() -> int | None:
+def meminfo_swap_used() -> int | None:
     """SwapTotal - SwapFree of the whole machine, in bytes."""
     info = {}
-    for line in (_read("/proc/meminfo") or "").splitlines():
+    for line in (read_sys("/proc/meminfo") or "").splitlines():
         name, _, rest = line.partition(":")
         parts = rest.split()
         if parts and parts[0].isdigit():
@@ -89,18 +77,14 @@ def _meminfo_swap_used() -> int | None:
     return info["SwapTotal"] - info["SwapFree"]
 
 
-def _unescape(s: str) -> str:
-    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), s)
-
-
 def active_swaps() -> dict[str, dict]:
     """/proc/swaps: path -> {"type", "size_bytes", "used_bytes", "priority"}."""
     out = {}
-    for line in (_read("/proc/swaps") or "").splitlines()[1:]:
+    for line in (read_sys("/proc/swaps") or "").splitlines()[1:]:
         parts = line.split()
         if len(parts) < 5:
             continue
-        path = _unescape(parts[0])
+        path = unescape(parts[0])
         if path.endswith("\\040(deleted)") or path.endswith(" (deleted)"):
             path = path.rsplit("(deleted)", 1)[0].rstrip().removesuffix("\\040")
         try:
@@ -138,13 +122,13 @@ def _own_dir(entry, path: str | None) -> Path | None:
     return Path(entry.mount_point) / path.lstrip("/")
 
 
-def hierarchies(mountinfo: list | None = None, self_cgroup: str | None = None) -> list[Hierarchy]:
+def hierarchies(entries: list | None = None, self_cgroup: str | None = None) -> list[Hierarchy]:
     """The cgroup hierarchies that could limit memory, most preferred first:
     v1 memory hierarchies, then cgroup2 mounts (/sys/fs/cgroup first). The
     arguments (parsed /proc/self/mountinfo, text of /proc/self/cgroup) are
     for tests."""
-    entries = _t._mountinfo() if mountinfo is None else mountinfo
-    text = _read("/proc/self/cgroup") if self_cgroup is None else self_cgroup
+    entries = mountinfo() if entries is None else entries
+    text = read_sys("/proc/self/cgroup") if self_cgroup is None else self_cgroup
     own_v1 = own_v2 = None
     for line in (text or "").splitlines():
         hid, _, rest = line.partition(":")
@@ -158,7 +142,7 @@ def hierarchies(mountinfo: list | None = None, self_cgroup: str | None = None) -
         if e.fstype == "cgroup" and "memory" in e.super_options.split(","):
             by_mount[e.mount_point] = Hierarchy(1, Path(e.mount_point), _own_dir(e, own_v1), True)
         elif e.fstype == "cgroup2":
-            memory = "memory" in _words(Path(e.mount_point) / "cgroup.controllers")
+            memory = "memory" in words(Path(e.mount_point) / "cgroup.controllers")
             by_mount[e.mount_point] = Hierarchy(2, Path(e.mount_point), _own_dir(e, own_v2), memory)
         elif e.mount_point in by_mount:
             del by_mount[e.mount_point]  # something else mounted over it
@@ -170,7 +154,7 @@ def hierarchies(mountinfo: list | None = None, self_cgroup: str | None = None) -
     return sorted(by_mount.values(), key=rank)
 
 
-def _lineage(h: Hierarchy, include_own: bool) -> list[Path]:
+def lineage(h: Hierarchy, include_own: bool) -> list[Path]:
     """Our own cgroup (if asked) and its ancestors up to the mount, nearest first."""
     if h.own is None:
         return []
@@ -189,7 +173,7 @@ def _lineage(h: Hierarchy, include_own: bool) -> list[Path]:
 
 
 @dataclass(frozen=True)
-class _Choice:
+class Choice:
     hierarchy: Hierarchy
     parent: Path
     enable: bool  # write "+memory" to the parent's cgroup.subtree_control first
@@ -197,14 +181,14 @@ class _Choice:
 
 def _proc_cgroups_memory() -> tuple[int, bool] | None:
     """(hierarchy id, enabled) of the memory controller in /proc/cgroups."""
-    for line in (_read("/proc/cgroups") or "").splitlines():
+    for line in (read_sys("/proc/cgroups") or "").splitlines():
         parts = line.split()
         if len(parts) >= 4 and parts[0] == "memory" and parts[1].isdigit():
             return int(parts[1]), parts[3] == "1"
     return None
 
 
-def choose(hs: list[Hierarchy] | None = None, euid: int | None = None) -> _Choice:
+def choose(hs: list[Hierarchy] | None = None, euid: int | None = None) -> Choice:
     """Where to create the cgroup; raises (naming what is missing) if nowhere."""
     hs = hierarchies() if hs is None else hs
     euid = os.geteuid() if euid is None else euid
@@ -212,20 +196,20 @@ def choose(hs: list[Hierarchy] | None = None, euid: int | None = None) -> _Choic
     found: list[str] = []
     for h in hs:
         if h.version == 1:
-            for parent in ([h.mount] if root else []) + _lineage(h, include_own=True):
-                if root or (_writable(parent) and _writable(parent / "cgroup.procs")):
-                    return _Choice(h, parent, False)
+            for parent in ([h.mount] if root else []) + lineage(h, include_own=True):
+                if root or (writable(parent) and writable(parent / "cgroup.procs")):
+                    return Choice(h, parent, False)
             found.append(f"the cgroup v1 memory controller at {h.mount} (not writable by uid {euid})")
         elif h.memory:
-            for parent in ([h.mount] if root else []) + _lineage(h, include_own=False):
-                if "memory" not in _words(parent / "cgroup.controllers"):
+            for parent in ([h.mount] if root else []) + lineage(h, include_own=False):
+                if "memory" not in words(parent / "cgroup.controllers"):
                     continue
-                if not root and not (_writable(parent) and _writable(parent / "cgroup.procs")):
+                if not root and not (writable(parent) and writable(parent / "cgroup.procs")):
                     continue
-                if "memory" in _words(parent / "cgroup.subtree_control"):
-                    return _Choice(h, parent, False)
-                if root or _writable(parent / "cgroup.subtree_control"):
-                    return _Choice(h, parent, True)
+                if "memory" in words(parent / "cgroup.subtree_control"):
+                    return Choice(h, parent, False)
+                if root or writable(parent / "cgroup.subtree_control"):
+                    return Choice(h, parent, True)
             own = f"; our cgroup is {h.own}" if h.own else ""
             found.append(f"cgroup v2 at {h.mount} (memory controller, but no subtree delegated to uid {euid}{own})")
         else:

@@ -14,11 +14,16 @@ import stat
 import sys
 from pathlib import Path
 
-from boatload import memlimit
-from boatload import targets as _t
+from boatload.hostops import (
+    DIR_RE, IMAGE_RE, MOUNT_RE, is_root, loop_devices, mount_at, mountinfo, not_installed, own_private_dir, rmdir_if_empty,
+    run, shm_dir, why,
+)
 from boatload.ledger import Ledger, pid_alive
+from boatload.memlimit import find_leftovers
 from boatload.signals import deferred_signals
-from boatload.targets import NeedsRoot, TargetError
+from boatload.targets import loop_write_cache, restore_write_cache, unmount
+from boatload.targetspec import WRITE_CACHE, NeedsRoot, TargetError
+from boatload.tools import find as find_tool
 
 
 def cleanup(scratch: Path, force: bool = False) -> list[str]:
@@ -41,11 +46,11 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
     """
     scratch = Path(scratch).resolve()
     mnt_dir, img_dir, dirs_dir = scratch / "mnt", scratch / "images", scratch / "dirs"
-    shm_dir = _t._shm_dir(scratch)
-    shm_ours = _t._own_private_dir(shm_dir)
+    shm = shm_dir(scratch)
+    shm_ours = own_private_dir(shm)
     # a /dev/shm directory of that name that is not our private one: touch nothing in it
-    shm_foreign = os.path.lexists(shm_dir) and not shm_ours
-    image_dirs = (img_dir,) if shm_foreign else (img_dir, shm_dir)
+    shm_foreign = os.path.lexists(shm) and not shm_ours
+    image_dirs = (img_dir,) if shm_foreign else (img_dir, shm)
     ledger = Ledger(scratch)
     resources = {rid: r for rid, r in ledger.resources().items() if not r.released}
 
@@ -85,7 +90,7 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
             continue
         if r.kind in ("image", "loop"):
             images.setdefault(r.path, []).append(rid)
-            if r.kind == "loop" and r.facts.get("write_cache_before") in _t.WRITE_CACHE:
+            if r.kind == "loop" and r.facts.get("write_cache_before") in WRITE_CACHE:
                 write_caches[r.path] = r.facts["write_cache_before"]
         elif r.kind == "mount":
             mounts.setdefault(r.path, []).append(rid)
@@ -96,23 +101,23 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
             inodes[r.path] = (r.facts["inode"], r.facts["dev"])
 
     # the scan: what exists, whatever the ledger says
-    for e in _t._mountinfo():
+    for e in mountinfo():
         p = Path(e.mount_point)
-        if p.parent == mnt_dir and e.mount_point not in live and dead_by_name(p.name, _t.MOUNT_RE, e.mount_point):
+        if p.parent == mnt_dir and e.mount_point not in live and dead_by_name(p.name, MOUNT_RE, e.mount_point):
             mounts.setdefault(e.mount_point, [])
             mountdirs.setdefault(e.mount_point, [])
-    losetup = _t._find_tool("losetup")
+    losetup = find_tool("losetup")
     loops = {}  # device -> image
-    for d in _t._loop_devices(losetup):
+    for d in loop_devices(losetup):
         back = d["back-file"]
         if not back or Path(back).parent not in image_dirs or back in live:
             continue
-        if back in images or dead_by_name(Path(back).name, _t.IMAGE_RE, back):
+        if back in images or dead_by_name(Path(back).name, IMAGE_RE, back):
             loops[d["name"]] = back
             images.setdefault(back, [])
-    scans = [(img_dir, _t.IMAGE_RE, images), (mnt_dir, _t.MOUNT_RE, mountdirs), (dirs_dir, _t.DIR_RE, dirs)]
+    scans = [(img_dir, IMAGE_RE, images), (mnt_dir, MOUNT_RE, mountdirs), (dirs_dir, DIR_RE, dirs)]
     if shm_ours:
-        scans.append((shm_dir, _t.IMAGE_RE, images))
+        scans.append((shm, IMAGE_RE, images))
     for sub, regex, table in scans:
         try:
             names = sorted(os.listdir(sub))
@@ -123,10 +128,10 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
             if p not in live and p not in table and regex.match(n) and dead_by_name(n, regex, p):
                 table.setdefault(p, [])
 
-    mem = memlimit.find_leftovers(scratch, ledger, force)
-    mounted = [mp for mp in mounts if _t._mount_at(mp) is not None]
+    mem = find_leftovers(scratch, ledger, force)
+    mounted = [mp for mp in mounts if mount_at(mp) is not None]
     privileged = mem.privileged()
-    if (mounted or loops or privileged) and not _t._is_root():
+    if (mounted or loops or privileged) and not is_root():
         what = f"{len(mounted)} mount(s) and {len(loops)} loop device(s)"
         if privileged:
             what = f"{len(mounted)} mount(s), {len(loops)} loop device(s) and " + " and ".join(privileged)
@@ -134,7 +139,7 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
 
     done: list[str] = []
     failed: list[str] = []
-    umount = _t._find_tool("umount")
+    umount = find_tool("umount")
 
     with deferred_signals():
         # 0. memory limits: kill what is left in our cgroups, remove them, swapoff, delete swap files
@@ -143,36 +148,36 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
         failed += mem_failed
         # 1. unmount (deepest first)
         for mp in sorted(mounted, key=lambda s: -s.count("/")):
-            e = _t._mount_at(mp)
+            e = mount_at(mp)
             try:
                 if umount is None:
-                    raise TargetError("umount is not installed (Debian package mount)")
-                how = _t._unmount(Path(mp), umount)
+                    raise TargetError(not_installed("umount"))
+                how = unmount(Path(mp), umount)
                 if how:
                     done.append(f"{how} {mp} ({e.fstype} from {e.source})" if e else f"{how} {mp}")
             except TargetError as err:
                 failed.append(f"unmount {mp}: {err}")
         # 2. detach loop devices backed by our images
-        current = {d["name"]: d["back-file"] for d in _t._loop_devices(losetup)}
+        current = {d["name"]: d["back-file"] for d in loop_devices(losetup)}
         for dev, back in loops.items():
             if current.get(dev) != back:
                 continue
             # the kernel keeps a loop device's write cache setting after detaching: put
             # back what the ledger says we found, or else the loop driver's default
-            wc = write_caches.get(back)
-            if wc is None and _t._read_sys(str(_t._write_cache_file(dev))) == "write through":
+            wc, now = write_caches.get(back), loop_write_cache(dev)
+            if wc is None and now == "write through":
                 wc = "write back"
-            if wc is not None and _t._read_sys(str(_t._write_cache_file(dev))) != wc:
+            if wc is not None and now != wc:
                 try:
-                    _t._restore_write_cache(dev, Path(back), wc)
+                    restore_write_cache(dev, Path(back), wc)
                     done.append(f"set the write cache of {dev} back to {wc!r}")
                 except OSError as err:
                     failed.append(f"write cache of {dev}: {err.strerror}")
-            r = _t._run([losetup, "-d", dev], timeout=120)
+            r = run([losetup, "-d", dev], timeout=120)
             if r.returncode == 0:
                 done.append(f"detached loop device {dev} (backed by {back})")
             else:
-                failed.append(f"detach {dev}: {_t._why(r)}")
+                failed.append(f"detach {dev}: {why(r)}")
         # 3. delete image files
         for img in images:
             try:
@@ -188,15 +193,15 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
                 done.append(f"deleted image {img} ({st.st_size // (1024 * 1024)} MB)")
             except OSError as err:
                 failed.append(f"delete {img}: {err.strerror}")
-        if shm_ours and not any(Path(p).parent == shm_dir for p in live) and not os.listdir(shm_dir):
+        if shm_ours and not any(Path(p).parent == shm for p in live) and not os.listdir(shm):
             try:
-                if _t._rmdir_if_empty(shm_dir):
-                    done.append(f"removed {shm_dir}")
+                if rmdir_if_empty(shm):
+                    done.append(f"removed {shm}")
             except OSError as err:
-                failed.append(f"remove {shm_dir}: {err.strerror}")
+                failed.append(f"remove {shm}: {err.strerror}")
         # 4. remove (empty, unmounted) mount points
         for mp in mountdirs:
-            if _t._mount_at(mp) is not None:
+            if mount_at(mp) is not None:
                 continue
             try:
                 if stat.S_ISDIR(os.lstat(mp).st_mode):
@@ -219,7 +224,7 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
 
         # 6. mark ledger entries whose resource is gone as released
         if resources:
-            backed = {d["back-file"] for d in _t._loop_devices(losetup)}
+            backed = {d["back-file"] for d in loop_devices(losetup)}
             for rid, r in resources.items():
                 if r.path in live or not dead(r.pid, r.pid_start):
                     continue
@@ -232,7 +237,7 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
                 elif r.kind == "loop":
                     gone = r.path not in backed
                 elif r.kind == "mount":
-                    gone = _t._mount_at(r.path) is None and not os.path.lexists(r.path)
+                    gone = mount_at(r.path) is None and not os.path.lexists(r.path)
                 else:
                     gone = not os.path.lexists(r.path)
                 if gone:

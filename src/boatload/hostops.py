@@ -1,6 +1,8 @@
 """The host as provisioning and cleanup see it: running a tool, the mount
-table, loop devices, file system types, and the names of what we create.
-boatload.targets re-exports all of it."""
+table, loop devices, small /proc and /sys files, file system types, the
+names of what we create, removing it again, and `Teardown`, the stack that
+undoes it. Used by boatload.targets, boatload.cgroups, boatload.swapfiles,
+boatload.memlimit and boatload.cleanup; it imports none of them."""
 
 from __future__ import annotations
 
@@ -15,17 +17,16 @@ import shlex
 import shutil
 import stat
 import subprocess
+import sys
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from boatload.targetspec import (
-    MKFS,
-    SHM,
-    TargetError,
-    TargetSpec,
-)
-from boatload.tools import TOOLS
-from boatload.tools import find as find_command
+from boatload.signals import deferred_signals
+from boatload.targetspec import MKFS, SHM, TargetError, TargetSpec
+from boatload.tools import BY_COMMAND
+from boatload.tools import find as find_tool
 
 # --------------------------------------------------------------------------
 # tools, processes, system tables
@@ -33,11 +34,10 @@ from boatload.tools import find as find_command
 _ENV = dict(os.environ, LC_ALL="C")
 
 
-def _tool_entry(command: str):
-    for t in TOOLS:
-        if t.command == command:
-            return t
-    return None
+def not_installed(command: str) -> str:
+    """"mkfs.xfs is not installed (Debian package xfsprogs, nixpkgs xfsprogs)"."""
+    t = BY_COMMAND.get(command)
+    return f"{command} is not installed ({f'Debian package {t.debian}, nixpkgs {t.nix}' if t else 'unknown package'})"
 
 
 def _required_tools(spec: TargetSpec) -> list[str]:
@@ -48,27 +48,21 @@ def _required_tools(spec: TargetSpec) -> list[str]:
     return []
 
 
-def _find_tool(command: str) -> str | None:
-    return find_command(command)
-
-
-def _resolve_tools(spec: TargetSpec) -> dict[str, str]:
+def resolve_tools(spec: TargetSpec) -> dict[str, str]:
+    """The full path of every program the target needs; TargetError naming the field and package if one is missing."""
     found: dict[str, str] = {}
     for cmd in _required_tools(spec):
-        path = _find_tool(cmd)
+        path = find_tool(cmd)
         if path is None:
-            t = _tool_entry(cmd)
-            pkg = f"Debian package {t.debian}, nixpkgs {t.nix}" if t else "unknown package"
             field_ = "fs" if cmd.startswith("mkfs.") else "kind"
             raise TargetError(
-                f"targets.{spec.name}.{field_}: {cmd} is not installed ({pkg}); "
-                f"a {spec.kind} target of fs {spec.fs} needs it"
+                f"targets.{spec.name}.{field_}: {not_installed(cmd)}; a {spec.kind} target of fs {spec.fs} needs it"
             )
         found[cmd] = path
     return found
 
 
-def _run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
     try:
         return subprocess.run(
             argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_ENV, timeout=timeout
@@ -79,19 +73,39 @@ def _run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
         raise TargetError(f"`{shlex.join(argv)}` could not start: {e}") from None
 
 
-def _why(r: subprocess.CompletedProcess) -> str:
+def why(r: subprocess.CompletedProcess) -> str:
     text = (r.stderr or r.stdout or "").strip().splitlines()
     return f"exit {r.returncode}: {text[-1].strip()}" if text else f"exit {r.returncode}"
 
 
-def _check(r: subprocess.CompletedProcess, what: str) -> str:
+def check(r: subprocess.CompletedProcess, what: str, error: type[TargetError] = TargetError) -> str:
+    """The output of a finished command; `error` naming `what`, the command and its last line if it failed."""
     if r.returncode != 0:
-        raise TargetError(f"{what}: `{shlex.join(r.args)}` failed ({_why(r)})")
+        raise error(f"{what}: `{shlex.join(r.args)}` failed ({why(r)})")
     return r.stdout
 
 
-def _unescape(field_: bytes) -> str:
-    return os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), field_))
+def unescape(field_: bytes | str) -> str:
+    """A field of /proc/self/mountinfo or /proc/swaps with its octal escapes (\\040 for a space) undone."""
+    raw = os.fsencode(field_) if isinstance(field_, str) else field_
+    return os.fsdecode(re.sub(rb"\\([0-7]{3})", lambda m: bytes([int(m.group(1), 8)]), raw))
+
+
+def read_sys(path: Path | str) -> str | None:
+    """The text of a small /proc, /sys or cgroup file, stripped; None if it cannot be read."""
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def write_sys(path: Path | str, value: str) -> None:
+    """Write one value to a /sys or cgroup file, as one write(2) (OSError as it comes)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)
 
 
 @dataclass
@@ -114,7 +128,7 @@ class MountEntry:
         return out
 
 
-def _mountinfo() -> list[MountEntry]:
+def mountinfo() -> list[MountEntry]:
     entries = []
     for line in Path("/proc/self/mountinfo").read_bytes().splitlines():
         parts = line.split(b" ")
@@ -122,13 +136,13 @@ def _mountinfo() -> list[MountEntry]:
             sep = parts.index(b"-", 6)
             entries.append(
                 MountEntry(
-                    mount_point=_unescape(parts[4]),
+                    mount_point=unescape(parts[4]),
                     devno=parts[2].decode(),
-                    fstype=_unescape(parts[sep + 1]),
-                    source=_unescape(parts[sep + 2]),
-                    mount_options=_unescape(parts[5]),
-                    super_options=_unescape(parts[sep + 3]) if len(parts) > sep + 3 else "",
-                    root=_unescape(parts[3]),
+                    fstype=unescape(parts[sep + 1]),
+                    source=unescape(parts[sep + 2]),
+                    mount_options=unescape(parts[5]),
+                    super_options=unescape(parts[sep + 3]) if len(parts) > sep + 3 else "",
+                    root=unescape(parts[3]),
                 )
             )
         except (ValueError, IndexError):
@@ -136,20 +150,20 @@ def _mountinfo() -> list[MountEntry]:
     return entries
 
 
-def _mount_at(mp: Path | str) -> MountEntry | None:
+def mount_at(mp: Path | str) -> MountEntry | None:
     """The topmost mount on exactly this mount point, if any."""
     found = None
-    for e in _mountinfo():
+    for e in mountinfo():
         if e.mount_point == str(mp):
             found = e
     return found
 
 
-def _mount_containing(path: Path) -> MountEntry | None:
+def mount_containing(path: Path) -> MountEntry | None:
     """The mount that holds `path` (longest mount-point prefix; later wins)."""
     p = str(Path(path).resolve())
     best, best_len = None, -1
-    for e in _mountinfo():
+    for e in mountinfo():
         mp = e.mount_point
         if p == mp or p.startswith(mp.rstrip("/") + "/"):
             if len(mp) >= best_len:
@@ -157,11 +171,11 @@ def _mount_containing(path: Path) -> MountEntry | None:
     return best
 
 
-def _loop_devices(losetup: str | None) -> list[dict]:
+def loop_devices(losetup: str | None) -> list[dict]:
     """`losetup -J -l` as [{"name", "back-file" (without " (deleted)"), "back-ino", "back-dev"}]."""
     if losetup is None:
         return []
-    r = _run([losetup, "-J", "-l", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN"], timeout=60)
+    r = run([losetup, "-J", "-l", "-O", "NAME,BACK-FILE,BACK-INO,BACK-MAJ:MIN"], timeout=60)
     if r.returncode != 0 or not r.stdout.strip():
         return []
     try:
@@ -210,7 +224,7 @@ FS_MAGIC = {
 }
 
 
-def _statfs_type(path: Path) -> str | None:
+def statfs_type(path: Path) -> str | None:
     """The file system type of `path` as statfs(2) reports it ("ext2/ext3", "xfs", …)."""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -223,7 +237,7 @@ def _statfs_type(path: Path) -> str | None:
     return FS_MAGIC.get(magic, f"0x{magic:x}")
 
 
-def _is_root() -> bool:
+def is_root() -> bool:
     return os.geteuid() == 0
 
 
@@ -235,12 +249,12 @@ MOUNT_RE = re.compile(r"boatload-(?P<name>.+)-(?P<pid>\d+)-(?P<rand>[0-9a-z]+)\Z
 DIR_RE = re.compile(r"(?P<name>.+)-(?P<pid>\d+)-(?P<rand>[0-9a-z]+)\Z")
 
 
-def _token() -> str:
+def token() -> str:
     """`<pid>-<random>`: the unique part of every path we create (tests replace it)."""
     return f"{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def _subdir(scratch: Path, name: str) -> Path:
+def subdir(scratch: Path, name: str) -> Path:
     """`<scratch>/<name>`, created if needed, and a real directory (not a symlink)."""
     d = scratch / name
     try:
@@ -257,7 +271,7 @@ def _subdir(scratch: Path, name: str) -> Path:
 # files and directories we made
 
 
-def _same_file(path: Path, fd: int) -> bool:
+def same_file(path: Path, fd: int) -> bool:
     """Is `path` (not followed) the very file open as `fd`? The open fd keeps the
     inode allocated, so equal (device, inode) numbers cannot be a reused number."""
     try:
@@ -267,37 +281,38 @@ def _same_file(path: Path, fd: int) -> bool:
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino) and stat.S_IFMT(a.st_mode) == stat.S_IFMT(b.st_mode)
 
 
-def _remove_image(image: Path, fd: int) -> bool:
-    if not os.path.lexists(image):
+def remove_file(path: Path, fd: int) -> bool:
+    """Delete `path` if it is still the file open as `fd` (an image, a swap file); False if it was gone."""
+    if not os.path.lexists(path):
         return False
-    if not _same_file(image, fd):
-        raise TargetError(f"{image} is no longer the file we created; leaving it")
-    os.unlink(image)
+    if not same_file(path, fd):
+        raise TargetError(f"{path} is no longer the file we created; leaving it")
+    os.unlink(path)
     return True
 
 
-def _remove_dir(d: Path, fd: int) -> bool:
+def remove_dir(d: Path, fd: int) -> bool:
     if not os.path.lexists(d):
         return False
-    if not _same_file(d, fd):
+    if not same_file(d, fd):
         raise TargetError(f"{d} is no longer the directory we created; leaving it")
     shutil.rmtree(d)  # does not follow symlinks (fd-based on Linux)
     return True
 
 
-def _rmdir(d: Path) -> None:
+def rmdir(d: Path) -> None:
     try:
         os.rmdir(d)
     except FileNotFoundError:
         pass
 
 
-def _shm_dir(scratch: Path) -> Path:
+def shm_dir(scratch: Path) -> Path:
     """`/dev/shm/boatload-<hash of the scratch path>`: where this scratch's log images live."""
     return SHM / f"boatload-{hashlib.sha256(os.fsencode(str(scratch))).hexdigest()[:16]}"
 
 
-def _own_private_dir(d: Path) -> bool:
+def own_private_dir(d: Path) -> bool:
     try:
         st = os.lstat(d)
     except OSError:
@@ -305,7 +320,7 @@ def _own_private_dir(d: Path) -> bool:
     return stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
-def _rmdir_if_empty(d: Path) -> bool:
+def rmdir_if_empty(d: Path) -> bool:
     try:
         os.rmdir(d)
         return True
@@ -315,3 +330,47 @@ def _rmdir_if_empty(d: Path) -> bool:
         if e.errno in (errno.ENOTEMPTY, errno.EEXIST):
             return False  # another run of this scratch still uses it
         raise
+
+
+# --------------------------------------------------------------------------
+# teardown
+
+
+class Teardown(ExitStack):
+    """The undo stack of what a run creates: contextlib.ExitStack, its steps
+    run in reverse order on success, error, KeyboardInterrupt and Terminated,
+    with signals held back (deferred_signals) while they run.
+
+    Not ExitStack alone, because here a failing step is collected instead of
+    raised: in ExitStack it would become the exception every later step and
+    the caller see, replacing the KeyboardInterrupt or error that started the
+    teardown; and a failed teardown names every step that failed. On the error
+    path the failures are printed; on success they raise `error`."""
+
+    def __init__(self, what: str, error: type[TargetError] = TargetError):
+        super().__init__()
+        self.what, self.error, self.errors = what, error, []
+
+    def step(self, what: str, fn: Callable[[], object], release: tuple | None = None) -> None:
+        """Undo with `fn`; then, if given a (ledger, id), mark that resource released in the ledger."""
+
+        def run_step() -> None:
+            try:
+                fn()
+                if release is not None:
+                    ledger, rid = release
+                    ledger.release(rid)
+            except Exception as e:  # noqa: BLE001 - one failing step must not skip or replace the others
+                self.errors.append(f"{what}: {e}")
+
+        self.callback(run_step)
+
+    def __exit__(self, *exc_info) -> bool:
+        with deferred_signals():
+            super().__exit__(*exc_info)  # the steps never raise
+            if exc_info[0] is not None:
+                for err in self.errors:
+                    print(f"boatload: teardown of {self.what}: {err}", file=sys.stderr)
+        if exc_info[0] is None and self.errors:
+            raise self.error(f"teardown of {self.what} failed: " + "; ".join(self.errors))
+        return False

@@ -44,34 +44,27 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import signal
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from boatload import targets as _t
+from boatload.cgroups import (
+    CGROUP_FS, Choice, MemoryLimitError, MemoryLimitNeedsRoot, active_swaps, choose, hierarchies, lineage,
+    meminfo_swap_used, procs, read_int, read_kv, words, writable, write_cgroup,
+)
+from boatload.hostops import Teardown, not_installed, statfs_type, subdir, token
 from boatload.ledger import Ledger, pid_alive
 from boatload.signals import deferred_signals, signals_as_exceptions
-from boatload.targets import NeedsRoot, TargetError
+from boatload.swapfiles import setup_swap, swap_off
+from boatload.targetspec import MiB, TargetError
+from boatload.tools import find as find_tool
 
-__all__ = [
-    "MemoryLimitError",
-    "MemoryLimitNeedsRoot",
-    "Hierarchy",
-    "Limit",
-    "Leftovers",
-    "memory_limit",
-    "hierarchies",
-    "choose",
-    "active_swaps",
-    "find_leftovers",
-]
+__all__ = ["Limit", "Leftovers", "memory_limit", "find_leftovers"]
 
 CGROUP_RE = re.compile(r"boatload-(?P<pid>\d+)-(?P<rand>[0-9a-f]+)\Z")
 SWAP_RE = re.compile(r"swap-(?P<pid>\d+)-(?P<rand>[0-9a-f]+)\Z")
@@ -79,13 +72,6 @@ V1_SWAPPINESS = 60
 MIN_LIMIT_MB = 4
 KILL_TIMEOUT = 10.0
 
-
-from boatload.cgroups import (  # noqa: F401  (re-exported: callers use memlimit.X)
-    V2_PREFERRED, CGROUP_FS, MemoryLimitError, MemoryLimitNeedsRoot, _read, _words, _read_int, _read_kv, _write, _writable, _procs, _meminfo_swap_used, _unescape, active_swaps, Hierarchy, _own_dir, hierarchies, _lineage, _Choice, _proc_cgroups_memory, choose,
-)
-from boatload.swapfiles import (  # noqa: F401
-    MiB, NO_SWAP_FS, SWAP_PRIORITY, _fill, _swap_priority, _check, _swapoff, _setup_swap,
-)
 
 # --------------------------------------------------------------------------
 # the limit
@@ -129,7 +115,7 @@ class Limit:
             raise
 
     def pids(self) -> list[int]:
-        return _procs(self.path)
+        return procs(self.path)
 
     def stats(self) -> dict:
         """Usage of the cgroup, in bytes:
@@ -145,37 +131,37 @@ class Limit:
             return dict(self._final)
         p = self.path
         if self.version == 1:
-            st = _read_kv(p / "memory.stat")
-            peak = _read_int(p / "memory.max_usage_in_bytes")
-            memsw_peak = _read_int(p / "memory.memsw.max_usage_in_bytes")
-            oom = _read_kv(p / "memory.oom_control")
+            st = read_kv(p / "memory.stat")
+            peak = read_int(p / "memory.max_usage_in_bytes")
+            memsw_peak = read_int(p / "memory.memsw.max_usage_in_bytes")
+            oom = read_kv(p / "memory.oom_control")
             events = {
-                "failcnt": _read_int(p / "memory.failcnt"),
-                "memsw_failcnt": _read_int(p / "memory.memsw.failcnt"),
+                "failcnt": read_int(p / "memory.failcnt"),
+                "memsw_failcnt": read_int(p / "memory.memsw.failcnt"),
                 "oom_kill": oom.get("oom_kill"),
                 "under_oom": oom.get("under_oom"),
             }
             out = {
                 "peak_bytes": peak,
-                "current_bytes": _read_int(p / "memory.usage_in_bytes"),
+                "current_bytes": read_int(p / "memory.usage_in_bytes"),
                 "swap_bytes": st.get("total_swap", st.get("swap")),
                 "swap_peak_bytes": max(0, memsw_peak - peak) if memsw_peak is not None and peak is not None else None,
                 "oom_kills": events["oom_kill"],
                 "failcnt": events["failcnt"],
             }
         else:
-            events = _read_kv(p / "memory.events")
+            events = read_kv(p / "memory.events")
             out = {
-                "peak_bytes": _read_int(p / "memory.peak"),
-                "current_bytes": _read_int(p / "memory.current"),
-                "swap_bytes": _read_int(p / "memory.swap.current"),
-                "swap_peak_bytes": _read_int(p / "memory.swap.peak"),
+                "peak_bytes": read_int(p / "memory.peak"),
+                "current_bytes": read_int(p / "memory.current"),
+                "swap_bytes": read_int(p / "memory.swap.current"),
+                "swap_peak_bytes": read_int(p / "memory.swap.peak"),
                 "oom_kills": events.get("oom_kill"),
                 "failcnt": events.get("max"),
             }
         out["swap_source"] = "cgroup"
         if out["swap_bytes"] is None:
-            now = _meminfo_swap_used()
+            now = meminfo_swap_used()
             if now is not None and self._swap_baseline is not None:
                 out["swap_bytes"] = max(0, now - self._swap_baseline)
                 out["swap_source"] = "meminfo"
@@ -200,12 +186,9 @@ def _check_sizes(limit_mb, swap_mb) -> None:
 def _resolve(commands: list[str]) -> dict[str, str]:
     found = {}
     for cmd in commands:
-        path = _t._find_tool(cmd)
-        if path is None:
-            t = _t._tool_entry(cmd)
-            pkg = f"Debian package {t.debian}, nixpkgs {t.nix}" if t else "Debian package util-linux, nixpkgs util-linux"
-            raise MemoryLimitError(f"swap: {cmd} is not installed ({pkg})")
-        found[cmd] = path
+        found[cmd] = find_tool(cmd)
+        if found[cmd] is None:
+            raise MemoryLimitError(f"swap: {not_installed(cmd)}")
     return found
 
 
@@ -229,53 +212,41 @@ def memory_limit(limit_mb: int, swap_mb: int, scratch: Path) -> Iterator[Limit]:
     limit_bytes = limit_mb * MiB
     swap_bytes = swap_mb * MiB
 
-    with signals_as_exceptions(only_if_default=True):
-        undo = _t._Undo()
-        try:
-            with deferred_signals():
-                if swap_mb:
-                    _t._subdir(scratch, "swap")
-                else:
-                    _mkdir_scratch(scratch)
-                ledger = Ledger(scratch)
-            prov = {
-                "cgroup_version": choice.hierarchy.version,
-                "cgroup_mount": str(choice.hierarchy.mount),
-                "cgroup": None,
-                "cgroup_parent": str(choice.parent),
-                "enabled_memory_controller_in": None,
-                "limit_mb": limit_mb,
-                "limit_bytes": None,
-                "swap_limit_bytes": None,
-                "cgroup_swappiness": None,
-                "kernel_swappiness": _read_int("/proc/sys/vm/swappiness"),
-                "swap_mb": swap_mb,
-                "swap_file": None,
-                "swap_size_bytes": None,
-                "swap_priority": None,
-                "swap_fill": None,
-                "swap_backing_fs": None,
-                "other_swaps": {p: s for p, s in active_swaps().items()},
-                "kernel": os.uname().release,
-            }
-            _enable_memory(choice, prov)  # the one cgroup step likely to fail: before the swap file
-            baseline = _meminfo_swap_used()
-            swap_file = _setup_swap(scratch, swap_bytes, ledger, undo, prov, tools) if swap_mb else None
-            limit = _setup_cgroup(choice, limit_bytes, swap_bytes, ledger, undo, prov)
-            limit.swap_file = swap_file
-            limit._swap_baseline = baseline
-            undo.push("take the final numbers", limit._snapshot)
-            yield limit
-        except BaseException:
-            with deferred_signals():
-                for err in undo.run():
-                    print(f"boatload: teardown of memory limit: {err}", file=sys.stderr)
-            raise
-        else:
-            with deferred_signals():
-                errors = undo.run()
-            if errors:
-                raise MemoryLimitError("teardown of memory limit failed: " + "; ".join(errors))
+    with signals_as_exceptions(only_if_default=True), Teardown("memory limit", MemoryLimitError) as undo:
+        with deferred_signals():
+            if swap_mb:
+                subdir(scratch, "swap")
+            else:
+                _mkdir_scratch(scratch)
+            ledger = Ledger(scratch)
+        prov = {
+            "cgroup_version": choice.hierarchy.version,
+            "cgroup_mount": str(choice.hierarchy.mount),
+            "cgroup": None,
+            "cgroup_parent": str(choice.parent),
+            "enabled_memory_controller_in": None,
+            "limit_mb": limit_mb,
+            "limit_bytes": None,
+            "swap_limit_bytes": None,
+            "cgroup_swappiness": None,
+            "kernel_swappiness": read_int("/proc/sys/vm/swappiness"),
+            "swap_mb": swap_mb,
+            "swap_file": None,
+            "swap_size_bytes": None,
+            "swap_priority": None,
+            "swap_fill": None,
+            "swap_backing_fs": None,
+            "other_swaps": {p: s for p, s in active_swaps().items()},
+            "kernel": os.uname().release,
+        }
+        _enable_memory(choice, prov)  # the one cgroup step likely to fail: before the swap file
+        baseline = meminfo_swap_used()
+        swap_file = setup_swap(scratch, swap_bytes, ledger, undo, prov, tools) if swap_mb else None
+        limit = _setup_cgroup(choice, limit_bytes, swap_bytes, ledger, undo, prov)
+        limit.swap_file = swap_file
+        limit._swap_baseline = baseline
+        undo.step("take the final numbers", limit._snapshot)
+        yield limit
 
 
 def _mkdir_scratch(scratch: Path) -> None:
@@ -292,11 +263,11 @@ def _mkdir_scratch(scratch: Path) -> None:
 # cgroup
 
 
-def _enable_memory(choice: _Choice, prov: dict) -> None:
+def _enable_memory(choice: Choice, prov: dict) -> None:
     """cgroup v2: let the parent's children use the memory controller (left
     enabled afterwards: others may rely on it by then)."""
     parent = choice.parent
-    if choice.enable and "memory" not in _words(parent / "cgroup.subtree_control"):
+    if choice.enable and "memory" not in words(parent / "cgroup.subtree_control"):
         try:
             fd = os.open(parent / "cgroup.subtree_control", os.O_WRONLY | os.O_CLOEXEC)
             try:
@@ -313,10 +284,10 @@ def _enable_memory(choice: _Choice, prov: dict) -> None:
         prov["enabled_memory_controller_in"] = str(parent / "cgroup.subtree_control")
 
 
-def _setup_cgroup(choice: _Choice, limit_bytes: int, swap_bytes: int, ledger, undo, prov) -> Limit:
+def _setup_cgroup(choice: Choice, limit_bytes: int, swap_bytes: int, ledger, undo, prov) -> Limit:
     h = choice.hierarchy
     parent = choice.parent
-    path = parent / f"boatload-{os.getpid()}-{secrets.token_hex(4)}"
+    path = parent / f"boatload-{token()}"
     with deferred_signals():
         rid = ledger.record("cgroup", path, version=h.version)
         try:
@@ -324,24 +295,24 @@ def _setup_cgroup(choice: _Choice, limit_bytes: int, swap_bytes: int, ledger, un
         except OSError as e:
             ledger.release(rid, by="never-created")
             raise MemoryLimitError(f"cgroup v{h.version}: cannot create {path} ({e.strerror})") from None
-        undo.push(f"remove cgroup {path}", _t._with_release(ledger, rid, lambda: _remove_cgroup(path)))
+        undo.step(f"remove cgroup {path}", lambda: _remove_cgroup(path), release=(ledger, rid))
 
     if h.version == 1:
-        _write(path / "memory.limit_in_bytes", str(limit_bytes))
+        write_cgroup(path / "memory.limit_in_bytes", str(limit_bytes))
         if (path / "memory.memsw.limit_in_bytes").exists():
             # memory + swap: the group may page out exactly swap_bytes (none when 0)
-            _write(path / "memory.memsw.limit_in_bytes", str(limit_bytes + swap_bytes))
-            memsw, mem = _read_int(path / "memory.memsw.limit_in_bytes"), _read_int(path / "memory.limit_in_bytes")
+            write_cgroup(path / "memory.memsw.limit_in_bytes", str(limit_bytes + swap_bytes))
+            memsw, mem = read_int(path / "memory.memsw.limit_in_bytes"), read_int(path / "memory.limit_in_bytes")
             prov["swap_limit_bytes"] = memsw - mem if memsw is not None and mem is not None else None
-        _write(path / "memory.swappiness", str(V1_SWAPPINESS))
-        prov["cgroup_swappiness"] = _read_int(path / "memory.swappiness")
-        prov["limit_bytes"] = _read_int(path / "memory.limit_in_bytes")
+        write_cgroup(path / "memory.swappiness", str(V1_SWAPPINESS))
+        prov["cgroup_swappiness"] = read_int(path / "memory.swappiness")
+        prov["limit_bytes"] = read_int(path / "memory.limit_in_bytes")
     else:
-        _write(path / "memory.max", str(limit_bytes))
+        write_cgroup(path / "memory.max", str(limit_bytes))
         if (path / "memory.swap.max").exists():
-            _write(path / "memory.swap.max", str(swap_bytes))
-            prov["swap_limit_bytes"] = _read_int(path / "memory.swap.max")
-        prov["limit_bytes"] = _read_int(path / "memory.max")
+            write_cgroup(path / "memory.swap.max", str(swap_bytes))
+            prov["swap_limit_bytes"] = read_int(path / "memory.swap.max")
+        prov["limit_bytes"] = read_int(path / "memory.max")
     prov["cgroup"] = str(path)
     ledger.note(rid, limit_bytes=prov["limit_bytes"])
     return Limit(version=h.version, path=path, limit_bytes=prov["limit_bytes"], swap_file=None, provenance=prov)
@@ -352,13 +323,13 @@ def _kill_all(cgroup: Path, timeout: float = KILL_TIMEOUT) -> int:
     killed: set[int] = set()
     deadline = time.monotonic() + timeout
     while True:
-        pids = _procs(cgroup)
-        hidden = "0" in _words(cgroup / "cgroup.procs")  # in other pid namespaces: only cgroup.kill reaches them
+        pids = procs(cgroup)
+        hidden = "0" in words(cgroup / "cgroup.procs")  # in other pid namespaces: only cgroup.kill reaches them
         if not pids and not hidden:
             return len(killed)
         if (cgroup / "cgroup.kill").exists():
             try:
-                _write(cgroup / "cgroup.kill", "1")
+                write_cgroup(cgroup / "cgroup.kill", "1")
             except MemoryLimitError:
                 pass
         for pid in pids:
@@ -406,7 +377,7 @@ def _remove_cgroup(path: Path, timeout: float = KILL_TIMEOUT) -> int:
 def _is_boatload_cgroup(path: Path) -> bool:
     """Named like ours, and a directory on a cgroup file system (not some other
     directory a damaged ledger might point at)."""
-    return bool(CGROUP_RE.match(path.name)) and path.is_dir() and _t._statfs_type(path) in CGROUP_FS
+    return bool(CGROUP_RE.match(path.name)) and path.is_dir() and statfs_type(path) in CGROUP_FS
 
 
 @dataclass
@@ -420,7 +391,7 @@ class Leftovers:
     def privileged(self) -> list[str]:
         """What needs root (for the NeedsRoot check of cleanup)."""
         out = []
-        cgs = [c for c in self.cgroups if os.path.isdir(c) and not _writable(Path(c).parent)]
+        cgs = [c for c in self.cgroups if os.path.isdir(c) and not writable(Path(c).parent)]
         active = active_swaps()
         sws = [s for s in self.swaps if s in active]
         if cgs:
@@ -444,13 +415,13 @@ class Leftovers:
                 failed.append(str(err))
         # 2. swap files: swapoff, then delete
         active = active_swaps()
-        swapoff = _t._find_tool("swapoff")
+        swapoff = find_tool("swapoff")
         for sw in self.swaps:
             if sw in active:
                 try:
                     if swapoff is None:
-                        raise MemoryLimitError("swapoff is not installed (Debian package util-linux)")
-                    _swapoff(Path(sw), swapoff)
+                        raise MemoryLimitError(not_installed("swapoff"))
+                    swap_off(Path(sw), swapoff)
                     done.append(f"swapoff {sw}")
                 except TargetError as err:
                     failed.append(f"swapoff {sw}: {err}")
@@ -529,7 +500,7 @@ def find_leftovers(scratch: Path, ledger: Ledger | None = None, force: bool = Fa
 
     for h in hierarchies():
         parents.add(h.mount)
-        parents.update(_lineage(h, include_own=True))
+        parents.update(lineage(h, include_own=True))
     for parent in parents:
         try:
             names = os.listdir(parent)
@@ -540,7 +511,7 @@ def find_leftovers(scratch: Path, ledger: Ledger | None = None, force: bool = Fa
             if p in live or p in lo.cgroups or not dead_by_name(n, CGROUP_RE, p, allow_force=False):
                 continue
             # found only by name: maybe another scratch's; without the rights to remove it, not our business
-            if _is_boatload_cgroup(Path(p)) and (os.geteuid() == 0 or _writable(parent)):
+            if _is_boatload_cgroup(Path(p)) and (os.geteuid() == 0 or writable(parent)):
                 lo.cgroups[p] = []
 
     candidates = set()

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from boatload import memlimit, plan, system, tools
 from boatload.studies import study
-from boatload.targets import _statfs_type  # the names memlimit.NO_SWAP_FS uses
+from boatload.hostops import statfs_type  # the names NO_SWAP_FS uses
+from boatload.swapfiles import NO_SWAP_FS
 
 GiB = 1 << 30
 # Raw results (a JSON document per run, intervals and interference records
@@ -90,7 +91,7 @@ def check(config: dict, pending: list[plan.Run], scratch: Path, results: Path, *
     report = Report()
     root = (os.geteuid() if euid is None else euid) == 0
     ram = system.memory_bytes()
-    scratch_fs = _statfs_type(_existing(scratch)) or "unknown"
+    scratch_fs = statfs_type(_existing(scratch)) or "unknown"
     report.machine.append(f"root: {'yes' if root else 'no (stand-ins and skips, see below)'}")
     report.machine.append(f"RAM {_size(ram)}, {os.cpu_count()} CPUs")
     if not pending:
@@ -143,7 +144,7 @@ def _check_kernel(report: Report, pending, needs, scratch: Path, scratch_fs: str
             report.problems.append(f"studies.{limited[0]}.memory_limit_mb: {exc}")
     swapping = sorted({r.study for r in pending if needs[r.key].swap})
     if swapping:
-        if scratch_fs in memlimit.NO_SWAP_FS:
+        if scratch_fs in NO_SWAP_FS:
             report.problems.append(
                 f"studies.{swapping[0]}.swap_mb: the scratch directory {scratch} is on {scratch_fs}, where the "
                 "kernel cannot swap to a file; set BOATLOAD_SCRATCH to a directory on ext4 or xfs")

@@ -23,7 +23,8 @@ from pathlib import Path
 from boatload import interference, system
 from boatload.paths import scratch_dir
 from boatload.signals import signals_as_exceptions
-from boatload.targets import NeedsRoot, Provisioned, TargetSpec, parse_target, provision
+from boatload.targets import Provisioned, provision
+from boatload.targetspec import NeedsRoot, TargetSpec, parse_target
 
 Measure = Callable[[Provisioned, dict], dict]
 

@@ -1,19 +1,17 @@
-"""Swap files for memory-limited runs: made, filled, swapped on and off.
-boatload.memlimit re-exports all of it."""
+"""Swap files for memory-limited runs: made, filled, swapped on and off."""
 
 from __future__ import annotations
 
 import errno
 import os
-import secrets
 import time
 from pathlib import Path
 
-from boatload import targets as _t
 from boatload.cgroups import MemoryLimitError, active_swaps
+from boatload.hostops import check, remove_file, run, same_file, statfs_type, token, why
 from boatload.signals import deferred_signals
+from boatload.targetspec import MiB
 
-MiB = 1024 * 1024
 # scratch file systems the kernel cannot swap to (swapon refuses, or it would be pointless)
 NO_SWAP_FS = ("tmpfs", "ramfs", "overlayfs", "squashfs", "zfs", "v9fs", "fuseblk")
 SWAP_PRIORITY = 10  # or one above the highest swap already active
@@ -47,20 +45,14 @@ def _swap_priority() -> int:
     return min(32767, max([SWAP_PRIORITY] + [p + 1 for p in prios]))
 
 
-def _check(argv: list[str], what: str, timeout: float = 600) -> None:
-    r = _t._run(argv, timeout=timeout)
-    if r.returncode != 0:
-        raise MemoryLimitError(f"{what}: `{' '.join(r.args)}` failed ({_t._why(r)})")
-
-
-def _swapoff(path: Path, swapoff: str, tries: int = 5) -> bool:
+def swap_off(path: Path, swapoff: str, tries: int = 5) -> bool:
     """swapoff, again for a bounded time if it fails (pages still coming back from a
     cgroup whose processes are dying, or a moment without the memory to take them)."""
     for attempt in range(tries):
         if str(path) not in active_swaps():
             return attempt > 0
         try:
-            _check([swapoff, str(path)], "swapoff")
+            check(run([swapoff, str(path)]), "swapoff", MemoryLimitError)
             return True
         except MemoryLimitError:
             if str(path) not in active_swaps():
@@ -71,16 +63,16 @@ def _swapoff(path: Path, swapoff: str, tries: int = 5) -> bool:
     return True
 
 
-def _setup_swap(scratch: Path, size: int, ledger, undo, prov, tools) -> Path:
+def setup_swap(scratch: Path, size: int, ledger, undo, prov, tools) -> Path:
     swap_dir = scratch / "swap"
-    fs = _t._statfs_type(swap_dir)
+    fs = statfs_type(swap_dir)
     prov["swap_backing_fs"] = fs
     if fs in NO_SWAP_FS:
         raise MemoryLimitError(
             f"swap: the scratch directory {scratch} is on {fs}, where the kernel cannot swap to a file; "
             "put the scratch directory on a disk file system (ext4, xfs)"
         )
-    path = swap_dir / f"swap-{os.getpid()}-{secrets.token_hex(4)}"
+    path = swap_dir / f"swap-{token()}"
     with deferred_signals():
         rid = ledger.record("swap", path, size_bytes=size)
         try:
@@ -88,8 +80,8 @@ def _setup_swap(scratch: Path, size: int, ledger, undo, prov, tools) -> Path:
         except OSError as e:
             ledger.release(rid, by="never-created")
             raise MemoryLimitError(f"swap: cannot create {path} ({e.strerror}); refusing to use a file boatload did not create") from None
-        undo.push(f"close {path}", lambda: os.close(fd))
-        undo.push(f"delete {path}", _t._with_release(ledger, rid, lambda: _t._remove_image(path, fd)))
+        undo.step(f"close {path}", lambda: os.close(fd))
+        undo.step(f"delete {path}", lambda: remove_file(path, fd), release=(ledger, rid))
         st = os.fstat(fd)
         ledger.note(rid, inode=st.st_ino, dev=st.st_dev)
 
@@ -104,17 +96,17 @@ def _setup_swap(scratch: Path, size: int, ledger, undo, prov, tools) -> Path:
         os.fchmod(fd, 0o600)
         if os.fstat(fd).st_blocks * 512 < size:
             raise MemoryLimitError(f"swap: {path} on {fs} is still sparse after {how}; swapon would refuse it")
-        if not _t._same_file(path, fd):
+        if not same_file(path, fd):
             raise MemoryLimitError(f"swap: {path} is no longer the file boatload created; refusing to use it")
-        _check([mkswap, str(path)], "swap", timeout=120)
+        check(run([mkswap, str(path)], timeout=120), "swap", MemoryLimitError)
         with deferred_signals():
             ledger.note(rid, swapon_priority=prio)
-            r = _t._run([swapon, "--priority", str(prio), str(path)], timeout=120)
+            r = run([swapon, "--priority", str(prio), str(path)], timeout=120)
             if r.returncode == 0 or str(path) in active_swaps():
-                undo.push(f"swapoff {path}", lambda: _swapoff(path, swapoff))
+                undo.step(f"swapoff {path}", lambda: swap_off(path, swapoff))
                 break
         if zeros or how == "zeros":
-            raise MemoryLimitError(f"swap: `{' '.join(r.args)}` failed on {fs} ({_t._why(r)})")
+            raise MemoryLimitError(f"swap: `{' '.join(r.args)}` failed on {fs} ({why(r)})")
     if str(path) not in active_swaps():
         raise MemoryLimitError(f"swap: swapon reported success but {path} is not in /proc/swaps")
     prov.update(

@@ -43,13 +43,9 @@ Sizes are in MiB (`size_mb: 1024` is a 1 GiB image / tmpfs).
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
 import shlex
-import shutil
 import stat
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -57,32 +53,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from boatload.hostops import (
+    Teardown, check, is_root, loop_devices, mount_at, mount_containing, not_installed, own_private_dir, read_sys,
+    remove_dir, remove_file, resolve_tools, rmdir, rmdir_if_empty, run, same_file, shm_dir, statfs_type, subdir,
+    token, why, write_sys,
+)
 from boatload.ledger import Ledger
 from boatload.signals import deferred_signals, signals_as_exceptions
-from boatload.targetspec import (  # noqa: F401  (re-exported: callers use targets.X)
-    TargetError, NeedsRoot, KINDS, LOOP_FS, FS_BY_KIND, FILESYSTEMS, FIELDS, WRITE_CACHE, LOG_FS, MIN_LOG_MB,
-    MAX_LOG_MB, EXT_JOURNAL_BLOCK_SIZE, SHM, MiB, DEFAULT_SIZE_MB, MIN_SIZE_MB, MAX_SIZE_MB, NAME_RE, MKFS,
-    MKFS_VERSION_FLAG, TargetSpec, _options, parse_target, _option_value, needs_root, _validated,
+from boatload.targetspec import (
+    EXT_JOURNAL_BLOCK_SIZE, MKFS, MKFS_VERSION_FLAG, SHM, MiB, NeedsRoot, TargetError, TargetSpec, needs_root,
+    option_value, validated,
 )
-from boatload.hostops import (  # noqa: F401
-    _ENV, _tool_entry, _required_tools, _find_tool, _resolve_tools, _run, _why, _check, _unescape, MountEntry,
-    _mountinfo, _mount_at, _mount_containing, _loop_devices, FS_MAGIC, _statfs_type, _is_root, IMAGE_RE,
-    MOUNT_RE, DIR_RE, _token, _subdir, _same_file, _remove_image, _remove_dir, _rmdir, _shm_dir,
-    _own_private_dir, _rmdir_if_empty,
-)
+from boatload.tools import find as find_tool
 
-__all__ = [
-    "TargetError",
-    "NeedsRoot",
-    "TargetSpec",
-    "parse_target",
-    "needs_root",
-    "Provisioned",
-    "provision",
-    "set_loop_direct_io",
-    "KINDS",
-    "FILESYSTEMS",
-]
+__all__ = ["Provisioned", "provision", "set_loop_direct_io", "unmount", "loop_write_cache", "restore_write_cache"]
 
 
 # --------------------------------------------------------------------------
@@ -107,63 +91,43 @@ class Provisioned:
         return {"blocks_used_kb": used_kb, "inodes_used": None, "inodes_total": None}
 
 
-class _Undo:
-    """The teardown stack: run every step in reverse order, collect failures."""
-
-    def __init__(self) -> None:
-        self.steps: list[tuple[str, object]] = []
-
-    def push(self, what: str, fn) -> None:
-        self.steps.append((what, fn))
-
-    def run(self) -> list[str]:
-        errors = []
-        while self.steps:
-            what, fn = self.steps.pop()
-            try:
-                fn()
-            except Exception as e:  # noqa: BLE001 - one failing step must not skip the others
-                errors.append(f"{what}: {e}")
-        return errors
-
-
-def _unmount(mp: Path, umount: str, tries: int = 5) -> str | None:
+def unmount(mp: Path, umount: str, tries: int = 5) -> str | None:
     """Unmount everything on `mp`. Retries while busy, then detaches lazily.
 
     Returns None if nothing was mounted, else "unmounted" or "unmounted lazily"."""
     done = None
     for attempt in range(tries):
-        if _mount_at(mp) is None:
+        if mount_at(mp) is None:
             return done
-        r = _run([umount, str(mp)], timeout=120)
+        r = run([umount, str(mp)], timeout=120)
         if r.returncode == 0:
             done = "unmounted"
             continue
-        if _mount_at(mp) is None:
+        if mount_at(mp) is None:
             return done or "unmounted"
         if "busy" not in (r.stderr + r.stdout).lower():
-            raise TargetError(f"`{shlex.join(r.args)}` failed ({_why(r)})")
+            raise TargetError(f"`{shlex.join(r.args)}` failed ({why(r)})")
         time.sleep(0.1 * (attempt + 1))
-    if _mount_at(mp) is None:
+    if mount_at(mp) is None:
         return done
     print(
         f"boatload: {mp} is still busy after {tries} tries; detaching it lazily (umount -l). "
         "The file system goes away once the last user lets go.",
         file=sys.stderr,
     )
-    r = _run([umount, "-l", str(mp)], timeout=120)
-    if r.returncode != 0 and _mount_at(mp) is not None:
-        raise TargetError(f"`{shlex.join(r.args)}` failed ({_why(r)})")
+    r = run([umount, "-l", str(mp)], timeout=120)
+    if r.returncode != 0 and mount_at(mp) is not None:
+        raise TargetError(f"`{shlex.join(r.args)}` failed ({why(r)})")
     return "unmounted lazily"
 
 
 def _detach(device: str, image: Path, losetup: str) -> bool:
     """Detach `device` if it is still backed by `image`; False if it was gone already."""
-    for d in _loop_devices(losetup):
+    for d in loop_devices(losetup):
         if d["name"] == device:
             if d["back-file"] != str(image):
                 raise TargetError(f"{device} is now backed by {d['back-file']!r}, not {image}; leaving it")
-            _check(_run([losetup, "-d", device], timeout=120), f"detach {device}")
+            check(run([losetup, "-d", device], timeout=120), f"detach {device}")
             return True
     return False
 
@@ -171,19 +135,11 @@ def _detach(device: str, image: Path, losetup: str) -> bool:
 def _mkfs_version(mkfs: str) -> str | None:
     flag = MKFS_VERSION_FLAG.get(Path(mkfs).name, "-V")
     try:
-        r = _run([mkfs, flag], timeout=30)
+        r = run([mkfs, flag], timeout=30)
     except TargetError:
         return None
     lines = (r.stdout + r.stderr).strip().splitlines()
     return lines[0].strip() if lines else None
-
-
-def _with_release(ledger: Ledger, rid: str, fn):
-    def step():
-        fn()
-        ledger.release(rid)
-
-    return step
 
 
 def _needs_root_message(spec: TargetSpec) -> str:
@@ -207,42 +163,29 @@ def provision(spec: TargetSpec, scratch: Path) -> Iterator[Provisioned]:
     teardown runs; signals arriving while a resource is being created or torn
     down are held until that step is done.
     """
-    checked = _validated(spec)
-    if needs_root(checked) and not _is_root():
+    checked = validated(spec)
+    if needs_root(checked) and not is_root():
         raise NeedsRoot(_needs_root_message(checked))
-    tools = _resolve_tools(checked)
+    tools = resolve_tools(checked)
     scratch = Path(scratch).resolve()
 
-    with signals_as_exceptions(only_if_default=True):
-        undo = _Undo()
-        try:
-            with deferred_signals():
-                sub = {"tmpfs": "mnt", "loop": "images", "dir": "dirs"}[checked.kind]
-                _subdir(scratch, sub)
-                if checked.kind == "loop":
-                    _subdir(scratch, "mnt")
-                ledger = Ledger(scratch)
-            prov = _base_provenance(checked, scratch)
-            if checked.kind == "dir":
-                path = _setup_dir(checked, scratch, ledger, undo, prov)
-            else:
-                path = _setup_mount(checked, scratch, ledger, undo, prov, tools)
-            result = Provisioned(spec=spec, path=path, provenance=prov)
-            yield result
-        except BaseException:
-            with deferred_signals():
-                for err in undo.run():
-                    print(f"boatload: teardown of target '{checked.name}': {err}", file=sys.stderr)
-            raise
+    with signals_as_exceptions(only_if_default=True), Teardown(f"target '{checked.name}'") as undo:
+        with deferred_signals():
+            sub = {"tmpfs": "mnt", "loop": "images", "dir": "dirs"}[checked.kind]
+            subdir(scratch, sub)
+            if checked.kind == "loop":
+                subdir(scratch, "mnt")
+            ledger = Ledger(scratch)
+        prov = _base_provenance(checked, scratch)
+        if checked.kind == "dir":
+            path = _setup_dir(checked, scratch, ledger, undo, prov)
         else:
-            with deferred_signals():
-                errors = undo.run()
-            if errors:
-                raise TargetError(f"teardown of target '{checked.name}' failed: " + "; ".join(errors))
+            path = _setup_mount(checked, scratch, ledger, undo, prov, tools)
+        yield Provisioned(spec=spec, path=path, provenance=prov)
 
 
 def _base_provenance(spec: TargetSpec, scratch: Path) -> dict:
-    holder = _mount_containing(scratch)
+    holder = mount_containing(scratch)
     return {
         "name": spec.name,
         "kind": spec.kind,
@@ -268,7 +211,7 @@ def _base_provenance(spec: TargetSpec, scratch: Path) -> dict:
         "log_backing_fs": None,
         "image": None,
         "image_size_bytes": None,
-        "backing_fs": _statfs_type(scratch),
+        "backing_fs": statfs_type(scratch),
         "backing_fs_mount": holder.fstype if holder else None,
         "scratch": str(scratch),
         "path": None,
@@ -276,7 +219,7 @@ def _base_provenance(spec: TargetSpec, scratch: Path) -> dict:
 
 
 def _setup_dir(spec, scratch, ledger, undo, prov) -> Path:
-    d = scratch / "dirs" / f"{spec.name}-{_token()}"
+    d = scratch / "dirs" / f"{spec.name}-{token()}"
     with deferred_signals():
         rid = ledger.record("dir", d)
         try:
@@ -286,11 +229,11 @@ def _setup_dir(spec, scratch, ledger, undo, prov) -> Path:
             raise TargetError(f"targets.{spec.name}: {d} already exists; refusing to use it") from None
         # an open fd pins the inode, so its number cannot be reused by another directory
         pin = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        undo.push(f"close {d}", lambda: os.close(pin))
-        undo.push(f"remove {d}", _with_release(ledger, rid, lambda: _remove_dir(d, pin)))
+        undo.step(f"close {d}", lambda: os.close(pin))
+        undo.step(f"remove {d}", lambda: remove_dir(d, pin), release=(ledger, rid))
         st = os.fstat(pin)
         ledger.note(rid, inode=st.st_ino, dev=st.st_dev)
-    holder = _mount_containing(d)
+    holder = mount_containing(d)
     prov.update(
         path=str(d),
         kernel_fs=holder.fstype if holder else None,
@@ -330,8 +273,8 @@ def _attach(spec, image: Path, size: int, ledger, undo, losetup: str, what: str 
             raise TargetError(f"targets.{spec.name}: cannot create {what} {image} ({e.strerror})") from None
         # fd stays open until teardown: it pins the inode, so no other file can
         # take its number, and "same inode number" then means "our file"
-        undo.push(f"close {image}", lambda: os.close(fd))
-        undo.push(f"delete {image}", _with_release(ledger, img_rid, lambda: _remove_image(image, fd)))
+        undo.step(f"close {image}", lambda: os.close(fd))
+        undo.step(f"delete {image}", lambda: remove_file(image, fd), release=(ledger, img_rid))
         st = os.fstat(fd)
         ledger.note(img_rid, inode=st.st_ino, dev=st.st_dev)
         os.ftruncate(fd, size)  # sparse
@@ -340,12 +283,12 @@ def _attach(spec, image: Path, size: int, ledger, undo, losetup: str, what: str 
     # 2. the loop device
     with deferred_signals():
         loop_rid = ledger.record("loop", image)
-        r = _run([losetup, "--find", "--show", str(image)], timeout=120)
+        r = run([losetup, "--find", "--show", str(image)], timeout=120)
         if r.returncode != 0:
             ledger.release(loop_rid, by="never-created")
-            raise TargetError(f"targets.{spec.name}: `{shlex.join(r.args)}` failed ({_why(r)})")
+            raise TargetError(f"targets.{spec.name}: `{shlex.join(r.args)}` failed ({why(r)})")
         device = r.stdout.strip()
-        undo.push(f"detach {device}", _with_release(ledger, loop_rid, lambda: _detach(device, image, losetup)))
+        undo.step(f"detach {device}", lambda: _detach(device, image, losetup), release=(ledger, loop_rid))
         ledger.note(loop_rid, device=device)
     return _Attached(image, fd, img_rid, loop_rid, device)
 
@@ -358,27 +301,18 @@ def _write_cache_file(device: str) -> Path:
     return Path("/sys/block") / Path(device).name / "queue" / "write_cache"
 
 
-def _loop_backing_file(device: str) -> str | None:
-    """What the kernel says backs `device` (sysfs; without " (deleted)"), None if nothing."""
-    back = _read_sys(f"/sys/block/{Path(device).name}/loop/backing_file")
-    if back and back.endswith(" (deleted)"):
-        back = back[: -len(" (deleted)")]
-    return back or None
+def loop_write_cache(device: str) -> str | None:
+    """The loop device's write cache setting ("write back" or "write through"); None if unreadable."""
+    return read_sys(_write_cache_file(device))
 
 
-def _write_sys(path: Path, value: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, value.encode())
-    finally:
-        os.close(fd)
-
-
-def _restore_write_cache(device: str, image: Path, value: str) -> None:
-    """Put back the write cache setting found (the kernel keeps it after detaching)."""
-    if _loop_backing_file(device) != str(image):
+def restore_write_cache(device: str, image: Path, value: str) -> None:
+    """Put back the write cache setting found (the kernel keeps it after detaching),
+    if `device` is still backed by `image`."""
+    back = read_sys(f"/sys/block/{Path(device).name}/loop/backing_file") or ""
+    if back.removesuffix(" (deleted)") != str(image):
         return  # not ours any more (or gone): not ours to change
-    _write_sys(_write_cache_file(device), value)
+    write_sys(_write_cache_file(device), value)
 
 
 def _set_write_cache(spec, ledger, undo, a: _Attached) -> str | None:
@@ -387,7 +321,7 @@ def _set_write_cache(spec, ledger, undo, a: _Attached) -> str | None:
     restored on teardown."""
     sysfile = _write_cache_file(a.device)
     field_ = f"targets.{spec.name}.write_cache"
-    before = _read_sys(str(sysfile))
+    before = loop_write_cache(a.device)
     want = spec.write_cache or "write back"
     if before is None:
         if spec.write_cache:
@@ -397,16 +331,16 @@ def _set_write_cache(spec, ledger, undo, a: _Attached) -> str | None:
         with deferred_signals():
             ledger.note(a.loop_rid, write_cache_before=before)
             try:
-                _write_sys(sysfile, want)
+                write_sys(sysfile, want)
             except OSError as e:
                 if spec.write_cache:
                     raise TargetError(f"{field_}: the kernel refused {want!r} for {a.device} ({e.strerror})") from None
                 return before  # the default could not be set: report what it is
-            undo.push(
+            undo.step(
                 f"restore write cache of {a.device}",
-                lambda: _restore_write_cache(a.device, a.image, before),
+                lambda: restore_write_cache(a.device, a.image, before),
             )
-    after = _read_sys(str(sysfile))
+    after = loop_write_cache(a.device)
     if spec.write_cache and after != want:
         raise TargetError(f"{field_}: wrote {want!r} to {sysfile} but it reads back {after!r}")
     return after
@@ -417,19 +351,19 @@ def _make_shm_dir(spec: TargetSpec, scratch: Path, undo) -> Path:
     field_ = f"targets.{spec.name}.log"
     if not SHM.is_dir():
         raise TargetError(f"{field_}: {SHM} does not exist; the external log lives on {SHM} (a tmpfs: a fast device)")
-    d = _shm_dir(scratch)
+    d = shm_dir(scratch)
     try:
         os.mkdir(d, 0o700)
     except FileExistsError:
         pass
     except OSError as e:
         raise TargetError(f"{field_}: cannot create {d} ({e.strerror})") from None
-    if not _own_private_dir(d):
+    if not own_private_dir(d):
         raise TargetError(
             f"{field_}: {d} is not a private directory of uid {os.geteuid()} "
             "(a symlink, or made by someone else?); refusing to use it"
         )
-    undo.push(f"remove {d}", lambda: _rmdir_if_empty(d))
+    undo.step(f"remove {d}", lambda: rmdir_if_empty(d))
     st = os.statvfs(d)
     free_mb = st.f_bavail * st.f_frsize // MiB
     if free_mb < spec.log_size_mb:
@@ -441,12 +375,12 @@ def _setup_mount(spec, scratch, ledger, undo, prov, tools) -> Path:
     mount, umount = tools["mount"], tools["umount"]
     if spec.kind == "loop":
         losetup = tools["losetup"]
-        image = scratch / "images" / f"{spec.name}-{_token()}.img"
+        image = scratch / "images" / f"{spec.name}-{token()}.img"
         data = _attach(spec, image, spec.size_mb * MiB, ledger, undo, losetup)
         log = None
         if spec.log_size_mb:
             shm = _make_shm_dir(spec, scratch, undo)
-            log_image = shm / f"{spec.name}-log-{_token()}.img"
+            log_image = shm / f"{spec.name}-log-{token()}.img"
             log = _attach(spec, log_image, spec.log_size_mb * MiB, ledger, undo, losetup, what="log image")
 
         # 3. the write cache, on devices proven ours, before mkfs issues its flushes
@@ -468,17 +402,17 @@ def _setup_mount(spec, scratch, ledger, undo, prov, tools) -> Path:
             ]
             opts = [f"logdev={log.device}", *opts]
         elif log:  # ext4: the journal device first, same block size as the data
-            bs = ["-b", EXT_JOURNAL_BLOCK_SIZE] if _option_value(spec.mkfs_options, "-b") is None else []
+            bs = ["-b", EXT_JOURNAL_BLOCK_SIZE] if option_value(spec.mkfs_options, "-b") is None else []
             log_argv = [tools[mkfs], *flags, "-O", "journal_dev", "-b", EXT_JOURNAL_BLOCK_SIZE, log.device]
             _verify_attached(spec, ledger, log, losetup)
-            _check(_run(log_argv), f"targets.{spec.name}.log: formatting the external journal")
+            check(run(log_argv), f"targets.{spec.name}.log: formatting the external journal")
             mkfs_argv = [tools[mkfs], *flags, *bs, "-J", f"device={log.device}", *spec.mkfs_options, data.device]
         else:
             mkfs_argv = [tools[mkfs], *flags, *spec.mkfs_options, data.device]
         if log:
             _verify_attached(spec, ledger, log, losetup)
         _verify_attached(spec, ledger, data, losetup)
-        _check(_run(mkfs_argv), f"targets.{spec.name}.mkfs_options: formatting {spec.fs}")
+        check(run(mkfs_argv), f"targets.{spec.name}.mkfs_options: formatting {spec.fs}")
         prov.update(
             image=str(data.image),
             image_size_bytes=os.stat(data.image).st_size,
@@ -494,7 +428,7 @@ def _setup_mount(spec, scratch, ledger, undo, prov, tools) -> Path:
                 log_size_bytes=os.stat(log.image).st_size,
                 log_mkfs_command=log_argv,
                 log_write_cache=log_cache,
-                log_backing_fs=_statfs_type(log.image.parent),
+                log_backing_fs=statfs_type(log.image.parent),
             )
         source = data.device
     else:
@@ -502,7 +436,7 @@ def _setup_mount(spec, scratch, ledger, undo, prov, tools) -> Path:
         source = "boatload-tmpfs"
 
     # 5. the mount point and the mount
-    mp = scratch / "mnt" / f"boatload-{spec.name}-{_token()}"
+    mp = scratch / "mnt" / f"boatload-{spec.name}-{token()}"
     with deferred_signals():
         mnt_rid = ledger.record("mount", mp, fs=spec.fs, source=source)
         try:
@@ -512,14 +446,14 @@ def _setup_mount(spec, scratch, ledger, undo, prov, tools) -> Path:
             raise TargetError(f"targets.{spec.name}: mount point {mp} already exists; refusing to use it") from None
 
         def unmount_and_rmdir():
-            _unmount(mp, umount)
-            _rmdir(mp)
+            unmount(mp, umount)
+            rmdir(mp)
 
-        undo.push(f"unmount {mp}", _with_release(ledger, mnt_rid, unmount_and_rmdir))
+        undo.step(f"unmount {mp}", unmount_and_rmdir, release=(ledger, mnt_rid))
         argv = [mount, "-t", spec.fs, *(["-o", ",".join(opts)] if opts else []), source, str(mp)]
-        _check(_run(argv, timeout=300), f"targets.{spec.name}.mount_options: mounting {spec.fs}")
+        check(run(argv, timeout=300), f"targets.{spec.name}.mount_options: mounting {spec.fs}")
 
-    entry = _mount_at(mp)
+    entry = mount_at(mp)
     if entry is None:
         raise TargetError(f"targets.{spec.name}: mount reported success but {mp} is not in /proc/self/mountinfo")
     if entry.fstype != spec.fs:
@@ -534,13 +468,6 @@ def _setup_mount(spec, scratch, ledger, undo, prov, tools) -> Path:
     return mp
 
 
-def _read_sys(path: str) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
 def _verify_image(spec: TargetSpec, ledger: Ledger, rid: str, image: Path, fd: int) -> None:
     """The image path is the regular file we created (still open as `fd`), and
     its inode is the one the ledger recorded."""
@@ -552,7 +479,7 @@ def _verify_image(spec: TargetSpec, ledger: Ledger, rid: str, image: Path, fd: i
         raise TargetError(f"targets.{spec.name}: image {image} vanished before formatting ({e.strerror}); refusing to format") from None
     if res is None or res.facts.get("inode") != mine.st_ino or res.facts.get("dev") != mine.st_dev:
         raise TargetError(f"targets.{spec.name}: the ledger does not record the inode of {image}; refusing to format it")
-    if not stat.S_ISREG(st.st_mode) or not _same_file(image, fd) or mine.st_nlink != 1:
+    if not stat.S_ISREG(st.st_mode) or not same_file(image, fd) or mine.st_nlink != 1:
         raise TargetError(
             f"targets.{spec.name}: {image} is not the regular file boatload created "
             f"(inode {st.st_ino}, expected {mine.st_ino}); refusing to format it"
@@ -564,7 +491,7 @@ def _verify_loop(spec, ledger, rid, image, fd, device, losetup) -> None:
     _verify_image(spec, ledger, rid, image, fd)
     mine = os.fstat(fd)
     want_dev = f"{os.major(mine.st_dev)}:{os.minor(mine.st_dev)}"
-    for d in _loop_devices(losetup):
+    for d in loop_devices(losetup):
         if d["name"] == device:
             if d["back-ino"] == mine.st_ino and d["back-dev"] in (want_dev, ""):
                 return
@@ -576,7 +503,7 @@ def _verify_loop(spec, ledger, rid, image, fd, device, losetup) -> None:
 
 
 # --------------------------------------------------------------------------
-# cleanup of leftovers
+# after provisioning
 
 
 def set_loop_direct_io(provisioned: Provisioned) -> tuple[bool | None, str | None]:
@@ -587,12 +514,13 @@ def set_loop_direct_io(provisioned: Provisioned) -> tuple[bool | None, str | Non
     device = provisioned.provenance.get("loop_device")
     if not device:
         return None, None
-    losetup = shutil.which("losetup")
+    losetup = find_tool("losetup")
     if losetup is None:
-        return False, "losetup is not installed (Debian package mount)"
-    r = subprocess.run([losetup, "--direct-io=on", device], capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    dio = Path(f"/sys/block/{Path(device).name}/loop/dio")
-    if dio.is_file() and dio.read_text().strip() == "1":
+        return False, not_installed("losetup")
+    try:
+        r = run([losetup, "--direct-io=on", device], timeout=120)
+    except TargetError as e:
+        return False, str(e)
+    if read_sys(f"/sys/block/{Path(device).name}/loop/dio") == "1":
         return True, None
-    said = (r.stderr or r.stdout).strip().splitlines()
-    return False, f"losetup --direct-io=on {device} failed (exit {r.returncode}: {said[-1] if said else 'dio still 0'})"
+    return False, f"`losetup --direct-io=on {device}` did not take ({why(r) if r.returncode else 'dio still 0'})"

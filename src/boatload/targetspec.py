@@ -1,6 +1,6 @@
 """A target as the config names it: its kinds, file systems, sizes and options,
 checked field by field (`parse_target`), and the errors provisioning raises.
-boatload.targets re-exports all of it."""
+It imports nothing of boatload, so every layer may use it."""
 
 from __future__ import annotations
 
@@ -206,7 +206,7 @@ def parse_target(name: str, mapping: dict) -> TargetSpec:
                 f"{where}.log.size_mb: an external {fs} log takes {MIN_LOG_MB[fs]} to {MAX_LOG_MB[fs]} MB, got {log_size_mb}"
             )
         if fs == "ext4":
-            bs = _option_value(mkfs_options, "-b")
+            bs = option_value(mkfs_options, "-b")
             if bs is not None and bs != EXT_JOURNAL_BLOCK_SIZE:
                 raise TargetError(
                     f"{where}.mkfs_options: with an external journal the block size is {EXT_JOURNAL_BLOCK_SIZE} "
@@ -215,7 +215,7 @@ def parse_target(name: str, mapping: dict) -> TargetSpec:
     return TargetSpec(name, kind, fs, size_mb, mkfs_options, mount_options, write_cache, log_size_mb)
 
 
-def _option_value(options: tuple[str, ...], flag: str) -> str | None:
+def option_value(options: tuple[str, ...], flag: str) -> str | None:
     """The value of a short option in an argv-like tuple ("-b 4096" or "-b4096"); the last one wins."""
     value = None
     for i, o in enumerate(options):
@@ -231,7 +231,7 @@ def needs_root(spec: TargetSpec) -> bool:
     return spec.kind in ("tmpfs", "loop")
 
 
-def _validated(spec: TargetSpec) -> TargetSpec:
+def validated(spec: TargetSpec) -> TargetSpec:
     if not isinstance(spec, TargetSpec):
         raise TargetError(f"provision: expected a TargetSpec, got {type(spec).__name__}")
     d = spec.to_dict()
