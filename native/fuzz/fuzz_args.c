@@ -10,9 +10,10 @@
  * Why this level. The parsers never call exit(): each workload's
  * *_main(argc, argv) returns 2 after one cli_error() line. But a *_main
  * that accepts its arguments goes on to open --dir and run the workload,
- * and installs SIGINT/SIGTERM handlers on the way. Rather than split the
- * *_main functions (a refactor of every workload for the fuzzer's sake),
- * this target runs the real main() (main.c built with
+ * and installs SIGINT/SIGTERM handlers on the way (its plan step, after
+ * the parse step, still checks the options against each other and opens
+ * DIR). Rather than expose those static steps, this target runs the real
+ * main() (main.c built with
  * -Dmain=boatload_worker_main) and intercepts four functions at link time
  * with ld's --wrap (see FUZZ_ARGS_WRAP in native/Makefile):
  *
@@ -31,7 +32,9 @@
  *  - accepted arguments reach the directory with a --dir, --threads 1..256
  *    and --interval 0.01..86400, and without any message;
  *  - rejected arguments give exit code 2 and exactly one non-empty message;
- *  - exit code 0 only for --version, --help and -h, without a message.
+ *  - exit code 0 only for --version, --help and -h, and for a workload
+ *    whose arguments hold "--help" (its generated help), always without a
+ *    message; a workload with "--help" among its arguments always exits 0.
  */
 #include <math.h>
 
@@ -101,6 +104,19 @@ void __wrap_cli_error(const char *fmt, ...)
     messages++;
 }
 
+/* A workload's call with "--help" among its arguments. */
+static int workload_help(int argc, char **argv)
+{
+    static const char *const names[] = {"tree", "meta", "seqio", "randio"};
+    int workload = 0;
+    for (size_t k = 0; argc >= 2 && k < sizeof names / sizeof names[0]; k++)
+        workload |= strcmp(argv[1], names[k]) == 0;
+    for (int i = 2; workload && i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0)
+            return 1;
+    return 0;
+}
+
 /* The arguments for a failure message: quoted, separated by spaces. */
 static void describe(char **argv, int argc, char *buf, size_t len)
 {
@@ -142,12 +158,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     int rc = boatload_worker_main(argc, argv);
 
+    if (workload_help(argc, argv))
+        FUZZ_ASSERT(rc == EXIT_OK && messages == 0 && !reached_dir, "--help: rc %d with %d messages ('%s'): %s", rc,
+                    messages, message, desc);
     if (reached_dir) {
         FUZZ_ASSERT(rc == EXIT_USAGE && messages == 0, "accepted, then rc %d with %d messages ('%s'): %s", rc,
                     messages, message, desc);
     } else if (rc == EXIT_OK) {
         FUZZ_ASSERT(argc >= 2 && (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "--help") == 0 ||
-                                  strcmp(argv[1], "-h") == 0),
+                                  strcmp(argv[1], "-h") == 0 || workload_help(argc, argv)),
                     "exit 0 without doing anything: %s", desc);
         FUZZ_ASSERT(messages == 0, "exit 0 with the message '%s': %s", message, desc);
     } else {

@@ -1,4 +1,5 @@
-/* cli.c - table-driven option parsing with one-line error messages. */
+/* cli.c - table-driven option parsing with one-line error messages (the
+ * --help text from the same tables is help.c's). */
 #include "cli.h"
 
 #include <errno.h>
@@ -8,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Nothing else in this file calls cli_error: fuzz_args replaces it at link
+ * time (ld --wrap), which reaches only calls from other object files. */
 void cli_error(const char *fmt, ...)
 {
     char msg[CLI_ERR_MAX];
@@ -40,6 +43,9 @@ int cli_parse_u64(const char *s, uint64_t *out)
 int cli_parse_double(const char *s, double *out)
 {
     if (!s || !*s || !((*s >= '0' && *s <= '9') || *s == '.'))
+        return -1;
+    /* decimal notation only: strtod would also read "0x10" (16) and "0x1p4" */
+    if (s[strspn(s, "0123456789.eE+-")] != '\0')
         return -1;
     char *end;
     errno = 0;
@@ -116,127 +122,190 @@ static const char *shown(const char *v)
     return v ? v : "";
 }
 
-int cli_parse(int argc, char **argv, struct opt_spec *specs, char *err, size_t errlen)
+void cli_join_choices(const char *const *choices, char *buf, size_t len)
 {
-    for (struct opt_spec *s = specs; s->type != OPT_END; s++)
-        s->seen = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-            size_t alen = strlen(arg);
-            snprintf(err, errlen, "%.*s%s: unexpected argument", cli_shown_len(arg, alen), arg,
-                     alen > CLI_SHOWN_MAX ? "..." : "");
-            return -1;
-        }
-        const char *eq = strchr(arg, '=');
-        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-        struct opt_spec *s = find(specs, arg, nlen);
-        if (!s) {
-            snprintf(err, errlen, "%.*s%s: unknown argument", cli_shown_len(arg, nlen), arg,
-                     nlen > CLI_SHOWN_MAX ? "..." : "");
-            return -1;
-        }
-        if (s->seen) {
-            snprintf(err, errlen, "%s: given more than once", s->name);
-            return -1;
-        }
-        s->seen = 1;
-        if (s->type == OPT_FLAG) {
-            if (eq) {
-                snprintf(err, errlen, "%s: takes no value", s->name);
-                return -1;
-            }
-            *(int *)s->dst = 1;
-            continue;
-        }
-        const char *val;
-        if (eq)
-            val = eq + 1;
-        else if (i + 1 < argc)
-            val = argv[++i];
-        else {
-            snprintf(err, errlen, "%s: missing value", s->name);
-            return -1;
-        }
-        switch (s->type) {
-        case OPT_STR:
-            if (!*val) {
-                snprintf(err, errlen, "%s: expected a non-empty value", s->name);
-                return -1;
-            }
-            *(const char **)s->dst = val;
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int c = 0; choices[c] && n < len; c++) {
+        int w = snprintf(buf + n, len - n, "%s%s", c ? "|" : "", choices[c]);
+        if (w < 0)
             break;
-        case OPT_U64: {
-            uint64_t v;
-            if (cli_parse_u64(val, &v) != 0 || v < s->min || v > s->max) {
-                snprintf(err, errlen, "%s: expected an integer %llu..%llu, got '%s'", s->name,
-                         (unsigned long long)s->min, (unsigned long long)s->max, shown(val));
-                return -1;
-            }
-            *(uint64_t *)s->dst = v;
-            break;
-        }
-        case OPT_SIZE: {
-            uint64_t v;
-            if (cli_parse_size(val, &v) != 0 || v < s->min || v > s->max) {
-                char lo[32], hi[32];
-                cli_format_size(s->min, lo, sizeof lo);
-                cli_format_size(s->max, hi, sizeof hi);
-                snprintf(err, errlen, "%s: expected a size %s..%s (bytes, or K, M, G, T: powers of 1024), got '%s'",
-                         s->name, lo, hi, shown(val));
-                return -1;
-            }
-            *(uint64_t *)s->dst = v;
-            break;
-        }
-        case OPT_DOUBLE: {
-            double v;
-            if (cli_parse_double(val, &v) != 0 || v < s->dmin || v > s->dmax) {
-                snprintf(err, errlen, "%s: expected a number %g..%g, got '%s'", s->name,
-                         s->dmin, s->dmax, shown(val));
-                return -1;
-            }
-            *(double *)s->dst = v;
-            break;
-        }
-        case OPT_ENUM: {
-            int k;
-            for (k = 0; s->choices[k]; k++)
-                if (strcmp(s->choices[k], val) == 0)
-                    break;
-            if (!s->choices[k]) {
-                char list[256] = "";
-                size_t n = 0;
-                for (int c = 0; s->choices[c] && n < sizeof list; c++) {
-                    int w = snprintf(list + n, sizeof list - n, "%s%s", c ? "|" : "", s->choices[c]);
-                    if (w < 0)
-                        break;
-                    n += (size_t)w;
-                }
-                snprintf(err, errlen, "%s: expected one of %s, got '%s'", s->name, list, shown(val));
-                return -1;
-            }
+        n += (size_t)w;
+    }
+}
+
+static int convert_enum(const struct opt_spec *s, const char *val, char *err, size_t errlen)
+{
+    for (int k = 0; s->choices[k]; k++) {
+        if (strcmp(s->choices[k], val) == 0) {
             *(int *)s->dst = k;
-            break;
+            return 0;
         }
-        case OPT_CUSTOM: {
-            char sub[CLI_ERR_MAX];
-            if (s->parse(val, s->dst, sub, sizeof sub) != 0) {
-                snprintf(err, errlen, "%s: %s", s->name, sub);
-                return -1;
-            }
-            break;
+    }
+    char list[256];
+    cli_join_choices(s->choices, list, sizeof list);
+    snprintf(err, errlen, "%s: expected one of %s, got '%s'", s->name, list, shown(val));
+    return -1;
+}
+
+/* Convert val into s->dst by the option's type. 0, or -1 with a message. */
+static int convert(const struct opt_spec *s, const char *val, char *err, size_t errlen)
+{
+    switch (s->type) {
+    case OPT_STR:
+        if (!*val) {
+            snprintf(err, errlen, "%s: expected a non-empty value", s->name);
+            return -1;
         }
-        default:
-            snprintf(err, errlen, "%s: internal error (bad option type)", s->name);
+        *(const char **)s->dst = val;
+        return 0;
+    case OPT_U64: {
+        uint64_t v;
+        if (cli_parse_u64(val, &v) != 0 || v < s->min || v > s->max) {
+            snprintf(err, errlen, "%s: expected an integer %llu..%llu, got '%s'", s->name,
+                     (unsigned long long)s->min, (unsigned long long)s->max, shown(val));
+            return -1;
+        }
+        *(uint64_t *)s->dst = v;
+        return 0;
+    }
+    case OPT_SIZE: {
+        uint64_t v;
+        if (cli_parse_size(val, &v) != 0 || v < s->min || v > s->max) {
+            char lo[32], hi[32];
+            cli_format_size(s->min, lo, sizeof lo);
+            cli_format_size(s->max, hi, sizeof hi);
+            snprintf(err, errlen, "%s: expected a size %s..%s (bytes, or K, M, G, T: powers of 1024), got '%s'",
+                     s->name, lo, hi, shown(val));
+            return -1;
+        }
+        *(uint64_t *)s->dst = v;
+        return 0;
+    }
+    case OPT_DOUBLE: {
+        double v;
+        if (cli_parse_double(val, &v) != 0 || v < s->dmin || v > s->dmax) {
+            snprintf(err, errlen, "%s: expected a number %g..%g, got '%s'", s->name, s->dmin, s->dmax, shown(val));
+            return -1;
+        }
+        *(double *)s->dst = v;
+        return 0;
+    }
+    case OPT_ENUM:
+        return convert_enum(s, val, err, errlen);
+    case OPT_CUSTOM: {
+        char sub[CLI_ERR_MAX];
+        if (s->parse(val, s->dst, sub, sizeof sub) != 0) {
+            snprintf(err, errlen, "%s: %s", s->name, sub);
+            return -1;
+        }
+        return 0;
+    }
+    default:
+        snprintf(err, errlen, "%s: internal error (bad option type)", s->name);
+        return -1;
+    }
+}
+
+/* Reset seen, flags to off, and every option with a default to it. */
+static int apply_defaults(struct opt_spec *specs, char *err, size_t errlen)
+{
+    for (struct opt_spec *s = specs; s->type != OPT_END; s++) {
+        s->seen = 0;
+        if (s->type == OPT_FLAG)
+            *(int *)s->dst = 0;
+        else if (s->def && convert(s, s->def, err, errlen) != 0) {
+            snprintf(err, errlen, "%s: internal error (bad default '%s')", s->name, s->def);
             return -1;
         }
     }
+    return 0;
+}
+
+/* "--x" and longer: an option where a value was expected. */
+static int option_like(const char *arg)
+{
+    return arg[0] == '-' && arg[1] == '-';
+}
+
+/* The value of option s at argv[*i] (arg, eq: its "=" or NULL); advances *i
+ * past a separate value. NULL with a message when there is none. */
+static const char *take_value(const struct opt_spec *s, const char *eq, int argc, char **argv, int *i, char *err,
+                              size_t errlen)
+{
+    if (eq)
+        return eq + 1;
+    if (*i + 1 < argc && !option_like(argv[*i + 1]))
+        return argv[++*i];
+    if (*i + 1 < argc) {
+        const char *next = argv[*i + 1];
+        size_t len = strlen(next);
+        snprintf(err, errlen, "%s: missing value (got the option '%.*s%s'; %s=VALUE takes a value that starts with --)",
+                 s->name, cli_shown_len(next, len), next, len > CLI_SHOWN_MAX ? "..." : "", s->name);
+    } else {
+        snprintf(err, errlen, "%s: missing value", s->name);
+    }
+    return NULL;
+}
+
+/* One argument at argv[*i] (and its value). 0, or -1 with a message. */
+static int parse_arg(struct opt_spec *specs, int argc, char **argv, int *i, char *err, size_t errlen)
+{
+    const char *arg = argv[*i];
+    if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+        size_t alen = strlen(arg);
+        snprintf(err, errlen, "%.*s%s: unexpected argument", cli_shown_len(arg, alen), arg,
+                 alen > CLI_SHOWN_MAX ? "..." : "");
+        return -1;
+    }
+    const char *eq = strchr(arg, '=');
+    size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+    struct opt_spec *s = find(specs, arg, nlen);
+    if (!s) {
+        snprintf(err, errlen, "%.*s%s: unknown argument", cli_shown_len(arg, nlen), arg,
+                 nlen > CLI_SHOWN_MAX ? "..." : "");
+        return -1;
+    }
+    if (s->seen) {
+        snprintf(err, errlen, "%s: given more than once", s->name);
+        return -1;
+    }
+    s->seen = 1;
+    if (s->type == OPT_FLAG) {
+        if (eq) {
+            snprintf(err, errlen, "%s: takes no value", s->name);
+            return -1;
+        }
+        *(int *)s->dst = 1;
+        return 0;
+    }
+    const char *val = take_value(s, eq, argc, argv, i, err, errlen);
+    return val ? convert(s, val, err, errlen) : -1;
+}
+
+int cli_parse(int argc, char **argv, struct opt_spec *specs, char *err, size_t errlen)
+{
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0)
+            return CLI_HELP;
+    if (apply_defaults(specs, err, errlen) != 0)
+        return -1;
+    for (int i = 0; i < argc; i++)
+        if (parse_arg(specs, argc, argv, &i, err, errlen) != 0)
+            return -1;
     for (struct opt_spec *s = specs; s->type != OPT_END; s++) {
         if (s->required && !s->seen) {
             snprintf(err, errlen, "%s: required argument missing", s->name);
             return -1;
         }
     }
+    return 0;
+}
+
+int cli_given(const struct opt_spec *specs, const char *name)
+{
+    for (const struct opt_spec *s = specs; s->type != OPT_END; s++)
+        if (strcmp(s->name, name) == 0)
+            return s->seen;
     return 0;
 }

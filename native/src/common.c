@@ -12,37 +12,6 @@
 
 #include "phase.h"
 
-void common_specs(struct opt_spec *dst, struct common_opts *c)
-{
-    common_specs_some(dst, c, 0);
-}
-
-unsigned common_specs_some(struct opt_spec *dst, struct common_opts *c, unsigned omit)
-{
-    memset(c, 0, sizeof *c);
-    c->threads = 1;
-    c->seed = 1;
-    c->interval_s = 1.0;
-    struct opt_spec specs[COMMON_NSPECS] = {
-        {.name = "--dir", .type = OPT_STR, .dst = &c->dir, .required = 1},
-        {.name = "--threads", .type = OPT_U64, .dst = &c->threads, .min = 1, .max = PHASE_MAX_THREADS},
-        {.name = "--seed", .type = OPT_U64, .dst = &c->seed, .min = 0, .max = UINT64_MAX},
-        {.name = "--allow-existing", .type = OPT_FLAG, .dst = &c->allow_existing},
-        {.name = "--out", .type = OPT_STR, .dst = &c->out},
-        {.name = "--progress", .type = OPT_FLAG, .dst = &c->progress},
-        {.name = "--interval", .type = OPT_DOUBLE, .dst = &c->interval_s, .dmin = 0.01, .dmax = 86400},
-    };
-    unsigned n = 0;
-    for (unsigned i = 0; i < COMMON_NSPECS; i++) {
-        if (((omit & COMMON_NO_THREADS) && specs[i].dst == &c->threads) ||
-            ((omit & COMMON_NO_SEED) && specs[i].dst == &c->seed) ||
-            ((omit & COMMON_NO_ALLOW_EXISTING) && specs[i].dst == &c->allow_existing))
-            continue;
-        dst[n++] = specs[i];
-    }
-    return n;
-}
-
 int common_open_dir(const struct common_opts *c)
 {
     int fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

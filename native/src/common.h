@@ -6,10 +6,11 @@
 #include <stdint.h>
 
 #include "cli.h"
+#include "phase.h"
 
 struct common_opts {
     const char *dir;        /* --dir (required) */
-    uint64_t threads;       /* --threads 1..256, default 1 */
+    uint64_t threads;       /* --threads 1..256, default 1 (1 where not an option) */
     uint64_t seed;          /* --seed, default 1 */
     int allow_existing;     /* --allow-existing */
     const char *out;        /* --out FILE, default stdout */
@@ -17,19 +18,28 @@ struct common_opts {
     double interval_s;      /* --interval SECONDS, default 1 */
 };
 
-#define COMMON_NSPECS 7
-
-/* Common options a workload does not take (mask for common_specs_some). */
-#define COMMON_NO_THREADS 1u
-#define COMMON_NO_SEED 2u
-#define COMMON_NO_ALLOW_EXISTING 4u
-
-/* Set defaults and append the common option specs at dst[0..COMMON_NSPECS). */
-void common_specs(struct opt_spec *dst, struct common_opts *c);
-
-/* Same, leaving out the options in omit (COMMON_NO_*). Returns how many
- * specs were written (at most COMMON_NSPECS). */
-unsigned common_specs_some(struct opt_spec *dst, struct common_opts *c, unsigned omit);
+/* The common options' entries for a workload's option table (c: its struct
+ * common_opts), with their defaults: --threads 1, --seed 1, --interval 1.
+ * The ones whose meaning depends on the workload take its help text. */
+#define COMMON_OPT_DIR(c, text) \
+    {.name = "--dir", .type = OPT_STR, .dst = &(c).dir, .required = 1, .metavar = "DIR", .help = (text)}
+#define COMMON_OPT_THREADS(c, text)                                                                          \
+    {.name = "--threads", .type = OPT_U64, .dst = &(c).threads, .min = 1, .max = PHASE_MAX_THREADS, .def = "1", \
+     .help = (text)}
+#define COMMON_OPT_SEED(c, text) \
+    {.name = "--seed", .type = OPT_U64, .dst = &(c).seed, .min = 0, .max = UINT64_MAX, .def = "1", .help = (text)}
+#define COMMON_OPT_ALLOW_EXISTING(c, text) \
+    {.name = "--allow-existing", .type = OPT_FLAG, .dst = &(c).allow_existing, .help = (text)}
+#define COMMON_OPT_OUT(c)                                                                                 \
+    {.name = "--out", .type = OPT_STR, .dst = &(c).out, .metavar = "FILE", .def_text = "default stdout",   \
+     .help = "Write the JSON document to FILE atomically (a temporary file in the same directory, fsync, " \
+             "rename) instead of stdout."}
+#define COMMON_OPT_PROGRESS(c)                                    \
+    {.name = "--progress", .type = OPT_FLAG, .dst = &(c).progress, \
+     .help = "One line per interval on stderr: ops done, percent, rate, ETA."}
+#define COMMON_OPT_INTERVAL(c)                                                                              \
+    {.name = "--interval", .type = OPT_DOUBLE, .dst = &(c).interval_s, .dmin = 0.01, .dmax = 86400,         \
+     .metavar = "SECONDS", .def = "1", .help = "Sampling interval of the rates in the JSON (and of --progress)."}
 
 /* Open the target directory. Prints a one-line message and returns -1
  * (exit 2) if it is missing, not a directory, unreadable, or (without

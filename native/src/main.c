@@ -1,4 +1,10 @@
-/* main.c - boatload-worker entry point: version, help, workload dispatch. */
+/* main.c - boatload-worker entry point: version, help, workload dispatch.
+ *
+ * The workloads are a table: name and one-line summary (their struct
+ * cli_command, which also carries their --help) and their main. The
+ * top-level --help lists them from it; "boatload-worker WORKLOAD --help"
+ * is the workload's own, generated from its option table (cli_help).
+ */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,46 +20,63 @@
 #endif
 
 struct workload {
-    const char *name;
+    const struct cli_command *cmd;
     int (*run)(int argc, char **argv);
 };
 
 static const struct workload workloads[] = {
-    {"tree", tree_main},
-    {"meta", meta_main},
-    {"seqio", seqio_main},
-    {"randio", randio_main},
+    {&tree_command, tree_main},
+    {&meta_command, meta_main},
+    {&seqio_command, seqio_main},
+    {&randio_command, randio_main},
 };
+
+#define NWORKLOADS (sizeof workloads / sizeof workloads[0])
+
+static const char usage_head[] =
+    "usage: boatload-worker WORKLOAD --dir DIR [OPTION]...\n"
+    "       boatload-worker WORKLOAD --help\n"
+    "       boatload-worker --version\n"
+    "Run one file-system workload in DIR and write one JSON document to stdout (or --out FILE).\n";
+
+static const char usage_tail[] =
+    "Options are --name VALUE or --name=VALUE; only the second form takes a value that starts with --. "
+    "Numbers are decimal. Sizes (BYTES) are decimal integers with an optional K, M, G or T suffix (either "
+    "case, powers of 1024: 12M = 12582912).\n"
+    "\n"
+    "Exit status: 0 ok; 1 a system call failed (JSON with the work done so far and the error); 2 bad "
+    "arguments (one line on stderr naming the argument, no JSON); 130 interrupted by SIGINT or SIGTERM "
+    "(partial JSON).\n";
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: boatload-worker --version\n"
-            "       boatload-worker tree --dir DIR --shape AxBx...xF [--threads N]\n"
-            "                [--order sequential|random] [--seed N] [--fsync none|file|dir]\n"
-            "                [--size S|MIN:MAX|bonnie:MAX[:MIN]] [--size-align B] [--content zero|random]\n"
-            "                [--allow-existing] [--out FILE] [--progress] [--interval SECONDS]\n"
-            "       boatload-worker tree --dir DIR --layout random --files N [--max-depth D]\n"
-            "                [--files-per-dir-max M] [any tree option but --shape]\n"
-            "       boatload-worker meta --dir DIR --files N --dirs K [--size MIN[:MAX]]\n"
-            "                [--content zero|random] [--phases create:seq,open:rand,...]\n"
-            "                [--fsync none|file|dir] [--threads N] [--seed N] [--allow-existing]\n"
-            "                [--out FILE] [--progress] [--interval SECONDS]\n"
-            "       boatload-worker seqio --dir DIR --file NAME --mode write|read --block BYTES\n"
-            "                [--size BYTES] [--direct] [--runs R] [--fsync-end on|off]\n"
-            "                [--content zero|random] [--seed N] [--out FILE] [--progress] [--interval S]\n"
-            "       boatload-worker randio --dir DIR --files N --file-size BYTES --xfer BYTES\n"
-            "                --read-pct P --duration SECONDS [--threads N] [--direct] [--prepare]\n"
-            "                [--seed N] [--out FILE] [--progress] [--interval SECONDS]\n"
-            "Sizes take K, M, G, T suffixes (powers of 1024).\n"
-            "Writes one JSON document to stdout (or --out FILE). Exit: 0 ok, 1 a system\n"
-            "call failed (partial results + error), 2 bad arguments, 130 interrupted.\n");
+    cli_print_wrapped(f, usage_head, 0, 79);
+    fprintf(f, "\nWorkloads (boatload-worker WORKLOAD --help for each one's options):\n");
+    for (size_t i = 0; i < NWORKLOADS; i++)
+        fprintf(f, "  %-8s%s\n", workloads[i].cmd->name, workloads[i].cmd->summary);
+    fputc('\n', f);
+    cli_print_wrapped(f, usage_tail, 0, 79);
+}
+
+/* "tree, meta, seqio, randio" */
+static void workload_names(char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < NWORKLOADS && n < len; i++) {
+        int w = snprintf(buf + n, len - n, "%s%s", i ? ", " : "", workloads[i].cmd->name);
+        if (w < 0)
+            break;
+        n += (size_t)w;
+    }
 }
 
 int main(int argc, char **argv)
 {
+    char names[128];
+    workload_names(names, sizeof names);
     if (argc < 2) {
-        cli_error("missing workload (expected: tree, meta, seqio, randio, or --version)");
+        cli_error("missing workload (expected: %s, or --version)", names);
         return EXIT_USAGE;
     }
     if (strcmp(argv[1], "--version") == 0) {
@@ -64,11 +87,11 @@ int main(int argc, char **argv)
         usage(stdout);
         return EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof workloads / sizeof workloads[0]; i++)
-        if (strcmp(argv[1], workloads[i].name) == 0)
+    for (size_t i = 0; i < NWORKLOADS; i++)
+        if (strcmp(argv[1], workloads[i].cmd->name) == 0)
             return workloads[i].run(argc - 2, argv + 2);
     size_t len = strlen(argv[1]);
-    cli_error("%.*s%s: unknown workload (expected: tree, meta, seqio, randio)", cli_shown_len(argv[1], len), argv[1],
-              len > CLI_SHOWN_MAX ? "..." : "");
+    cli_error("%.*s%s: unknown workload (expected: %s)", cli_shown_len(argv[1], len), argv[1],
+              len > CLI_SHOWN_MAX ? "..." : "", names);
     return EXIT_USAGE;
 }

@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "common.h"
 #include "phase.h"
 #include "report.h"
@@ -464,121 +465,185 @@ static void close_dirs(struct meta_plan *p)
                 close(p->dirfds[j]);
 }
 
-int meta_main(int argc, char **argv)
+/* ---- the command line: options, parse, plan, run, report ------------------ */
+
+static struct meta_opts opts;
+static struct meta_plan plan;
+
+static struct opt_spec specs[] = {
+    COMMON_OPT_DIR(opts.c, "The target directory. It must exist and be empty unless --allow-existing."),
+    COMMON_OPT_THREADS(opts.c, "Threads sharing each phase's files."),
+    COMMON_OPT_SEED(opts.c, "Seeds the random orders, the file sizes and --content random."),
+    COMMON_OPT_ALLOW_EXISTING(opts.c, "Run on a non-empty DIR: existing directories are reused, files that create "
+                                      "finds are counted in \"existing\". Needed to run open, stat, read or delete "
+                                      "on a tree an earlier call made."),
+    COMMON_OPT_OUT(opts.c),
+    COMMON_OPT_PROGRESS(opts.c),
+    COMMON_OPT_INTERVAL(opts.c),
+    {.name = "--files", .type = OPT_U64, .dst = &opts.files, .required = 1, .min = 1, .max = META_MAX_FILES,
+     .help = "Number of files."},
+    {.name = "--dirs", .type = OPT_U64, .dst = &opts.dirs, .required = 1, .min = 0, .max = META_MAX_FILES,
+     .metavar = "K",
+     .help = "Number of directories, at most --files; 0: the files are directly in DIR. The names are tree's: "
+             "--files 10000 --dirs 10 makes the names of tree --shape 10x1000."},
+    {.name = "--size", .type = OPT_CUSTOM, .dst = &opts.size, .parse = parse_size, .metavar = "MIN[:MAX]",
+     .def = "0",
+     .help = "Bytes written per file by create: uniform in MIN..MAX, at most 1G; a file's size depends only on "
+             "--seed and its index."},
+    {.name = "--content", .type = OPT_ENUM, .dst = &opts.content, .choices = content_names, .def = "zero",
+     .help = "zero: zero bytes (written, not holes). random: pseudo-random bytes from --seed, each file starting "
+             "at a different offset of one buffer."},
+    {.name = "--phases", .type = OPT_CUSTOM, .dst = &opts.phases, .parse = parse_phases, .metavar = "LIST",
+     .def = META_DEFAULT_PHASES,
+     .help = "The phases in order, joined by ',': create, open, stat, read, delete, each with :seq or :rand (no "
+             "suffix: seq). Up to 16, repeats allowed. The default is the XFS log study's."},
+    {.name = "--fsync", .type = OPT_ENUM, .dst = &opts.fsync, .choices = fsync_names, .def = "none",
+     .help = "file: fsync each created file before close. dir: also fsync the file's directory after each "
+             "create and unlink, and DIR after each mkdir and rmdir."},
+    {0},
+};
+
+const struct cli_command meta_command = {
+    .name = "meta",
+    .summary = "create/open/stat/read/delete phases over small files (bonnie++ -n)",
+    .synopsis = "--dir DIR --files N --dirs K [OPTION]...",
+    .notes = "Each phase is timed on its own and visits every file once, in sequential or seeded random order. "
+             "The delete phase removes the directories after the last file.",
+};
+
+/* Parse: the arguments into opts. CLI_CONTINUE or the exit code. */
+static int parse_args(int argc, char **argv)
 {
-    static struct meta_opts o;
-    static struct meta_plan plan;
-    memset(&o, 0, sizeof o);
-    memset(&plan, 0, sizeof plan);
-    struct opt_spec specs[COMMON_NSPECS + 7];
-    memset(specs, 0, sizeof specs);
-    unsigned n = common_specs_some(specs, &o.c, 0);
-    char err[CLI_ERR_MAX];
-    if (meta_parse_phases(META_DEFAULT_PHASES, &o.phases, err, sizeof err) != 0)
-        return EXIT_FAILED;
-    specs[n++] = (struct opt_spec){
-        .name = "--files", .type = OPT_U64, .dst = &o.files, .required = 1, .min = 1, .max = META_MAX_FILES};
-    specs[n++] = (struct opt_spec){
-        .name = "--dirs", .type = OPT_U64, .dst = &o.dirs, .required = 1, .min = 0, .max = META_MAX_FILES};
-    specs[n++] = (struct opt_spec){.name = "--size", .type = OPT_CUSTOM, .dst = &o.size, .parse = parse_size};
-    specs[n++] = (struct opt_spec){
-        .name = "--content", .type = OPT_ENUM, .dst = &o.content, .choices = content_names};
-    specs[n++] = (struct opt_spec){
-        .name = "--phases", .type = OPT_CUSTOM, .dst = &o.phases, .parse = parse_phases};
-    specs[n++] = (struct opt_spec){
-        .name = "--fsync", .type = OPT_ENUM, .dst = &o.fsync, .choices = fsync_names};
-    if (cli_parse(argc, argv, specs, err, sizeof err) != 0) {
-        cli_error("%s", err);
+    memset(&opts, 0, sizeof opts);
+    int code = cli_parse_command(&meta_command, argc, argv, specs);
+    if (code != CLI_CONTINUE)
+        return code;
+    if (opts.dirs > opts.files) {
+        cli_error("--dirs: expected at most --files (%llu), got '%llu'", (unsigned long long)opts.files,
+                  (unsigned long long)opts.dirs);
         return EXIT_USAGE;
     }
-    if (o.dirs > o.files) {
-        cli_error("--dirs: expected at most --files (%llu), got '%llu'", (unsigned long long)o.files,
-                  (unsigned long long)o.dirs);
+    return CLI_CONTINUE;
+}
+
+/* Plan: the layout, the open-file limit, the signal handlers and DIR (the
+ * last check that exits 2). CLI_CONTINUE or the exit code. */
+static int check_and_open(struct meta_plan *p, const struct meta_opts *o)
+{
+    memset(p, 0, sizeof *p);
+    if (meta_layout_init(&p->lay, o->files, o->dirs) != 0) {
+        cli_error("--files: too many files, got '%llu'", (unsigned long long)o->files);
         return EXIT_USAGE;
     }
-    if (meta_layout_init(&plan.lay, o.files, o.dirs) != 0) {
-        cli_error("--files: too many files, got '%llu'", (unsigned long long)o.files);
-        return EXIT_USAGE;
-    }
-    plan.ndirfds = o.dirs ? o.dirs : 1;
+    p->ndirfds = o->dirs ? o->dirs : 1;
     uint64_t limit;
-    if (common_ensure_nofile(plan.ndirfds + o.c.threads + 64, &limit) != 0) {
+    if (common_ensure_nofile(p->ndirfds + o->c.threads + 64, &limit) != 0) {
         cli_error("--dirs: %llu directories are kept open, but the open-file limit is %llu",
-                  (unsigned long long)o.dirs, (unsigned long long)limit);
+                  (unsigned long long)o->dirs, (unsigned long long)limit);
         return EXIT_USAGE;
     }
     if (signals_install() != 0) {
         cli_error("cannot install signal handlers: %s", strerror(errno));
         return EXIT_FAILED;
     }
-    int rootfd = common_open_target(&o.c);
-    if (rootfd < 0)
-        return EXIT_USAGE;
+    p->rootfd = common_open_target(&o->c);
+    return p->rootfd < 0 ? EXIT_USAGE : CLI_CONTINUE;
+}
 
-    plan.o = &o;
-    plan.rootfd = rootfd;
-    plan.dirfds = malloc(plan.ndirfds * sizeof *plan.dirfds);
-    size_t content_len = o.size.max ? (o.size.max < META_IO_CHUNK ? o.size.max : META_IO_CHUNK) + META_CONTENT_SLACK : 0;
-    plan.content = content_len ? calloc(1, content_len) : NULL;
-    static struct phase_result res[META_MAX_PHASES];
-    if (!plan.dirfds || (content_len && !plan.content)) {
+/* Plan, continued: the directory fds, the content, the sizes' key and the
+ * chunk of positions per work item. CLI_CONTINUE or the exit code. */
+static int make_plan(struct meta_plan *p, const struct meta_opts *o)
+{
+    int code = check_and_open(p, o);
+    if (code != CLI_CONTINUE)
+        return code;
+    p->o = o;
+    p->dirfds = malloc(p->ndirfds * sizeof *p->dirfds);
+    size_t content_len = o->size.max ? (o->size.max < META_IO_CHUNK ? o->size.max : META_IO_CHUNK) + META_CONTENT_SLACK : 0;
+    p->content = content_len ? calloc(1, content_len) : NULL;
+    if (!p->dirfds || (content_len && !p->content)) {
         cli_error("out of memory");
-        free(plan.dirfds);
-        free(plan.content);
-        close(rootfd);
+        free(p->dirfds);
+        free(p->content);
+        close(p->rootfd);
         return EXIT_FAILED;
     }
-    for (uint64_t j = 0; j < plan.ndirfds; j++)
-        plan.dirfds[j] = o.dirs ? -1 : rootfd;
-    uint64_t st = o.c.seed;
-    plan.size_key = splitmix64(&st);
-    if (plan.content && o.content == CONTENT_RANDOM)
-        prng_fill(plan.content, content_len, splitmix64(&st), 0);
-    uint64_t chunk = o.files / (o.c.threads * 8);
-    plan.chunk = chunk < 1 ? 1 : chunk > 1024 ? 1024 : chunk;
+    for (uint64_t j = 0; j < p->ndirfds; j++)
+        p->dirfds[j] = o->dirs ? -1 : p->rootfd;
+    uint64_t st = o->c.seed;
+    p->size_key = splitmix64(&st);
+    if (p->content && o->content == CONTENT_RANDOM)
+        prng_fill(p->content, content_len, splitmix64(&st), 0);
+    uint64_t chunk = o->files / (o->c.threads * 8);
+    p->chunk = chunk < 1 ? 1 : chunk > 1024 ? 1024 : chunk;
+    return CLI_CONTINUE;
+}
 
+/* Run: the phases in order, until one ends the run; then close and free
+ * the directories and the content. Returns how many phases have results;
+ * *oom when one could not run for lack of memory. */
+static size_t run_phases(struct meta_plan *p, struct phase_result *res, int *oom)
+{
+    const struct meta_opts *o = p->o;
     size_t nres = 0;
-    int oom = 0;
-    for (unsigned k = 0; k < o.phases.n; k++) {
-        const struct meta_phase *ph = &o.phases.p[k];
-        plan.op = ph->op;
-        meta_order_init(&plan.order, o.files, ph->random, o.c.seed, k);
-        atomic_store(&plan.next_pos, 0);
-        atomic_store(&plan.next_dir, 0);
-        atomic_store(&plan.dirs_ready, 0);
-        atomic_store(&plan.files_done, 0);
+    for (unsigned k = 0; k < o->phases.n; k++) {
+        const struct meta_phase *ph = &o->phases.p[k];
+        p->op = ph->op;
+        meta_order_init(&p->order, o->files, ph->random, o->c.seed, k);
+        atomic_store(&p->next_pos, 0);
+        atomic_store(&p->next_dir, 0);
+        atomic_store(&p->dirs_ready, 0);
+        atomic_store(&p->files_done, 0);
         struct phase_opts po = {
             .name = meta_op_names[ph->op],
             .unit = "files",
-            .threads = (unsigned)o.c.threads,
-            .interval_s = o.c.interval_s,
-            .progress = o.c.progress,
-            .expected_ops = o.files,
+            .threads = (unsigned)o->c.threads,
+            .interval_s = o->c.interval_s,
+            .progress = o->c.progress,
+            .expected_ops = o->files,
             .order = ph->random ? "random" : "sequential",
             .with_bytes = 1,
         };
-        if (phase_run(&res[k], &po, meta_worker, &plan) != 0 && !res[k].lat) {
-            oom = 1;
+        if (phase_run(&res[k], &po, meta_worker, p) != 0 && !res[k].lat) {
+            *oom = 1;
             break;
         }
         nres = k + 1;
         if (phase_result_ends_run(&res[k]))
             break;
     }
-    close_dirs(&plan);
-    close(rootfd);
-    free(plan.dirfds);
-    free(plan.content);
+    close_dirs(p);
+    close(p->rootfd);
+    free(p->dirfds);
+    free(p->content);
+    return nres;
+}
 
+/* Report: the document. Returns the exit code. */
+static int write_report(struct meta_plan *p, struct phase_result *res, size_t nres, int oom)
+{
     struct report rep = {
         .workload = "meta",
         .write_params = write_params,
-        .params_arg = &plan,
+        .params_arg = p,
         .phases = res,
         .nphases = nres,
         .out_of_memory = oom,
     };
-    int code = report_finish(&rep, o.c.out);
+    int code = report_finish(&rep, p->o->c.out);
     phase_results_free(res, nres);
     return code;
+}
+
+int meta_main(int argc, char **argv)
+{
+    int code = parse_args(argc, argv);
+    if (code == CLI_CONTINUE)
+        code = make_plan(&plan, &opts);
+    if (code != CLI_CONTINUE)
+        return code;
+    static struct phase_result res[META_MAX_PHASES];
+    int oom = 0;
+    size_t nres = run_phases(&plan, res, &oom);
+    return write_report(&plan, res, nres, oom);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cli.h"
 #include "prng.h"
 #include "shape.h"
 
@@ -97,6 +98,9 @@ static inline uint64_t meta_order_file(const struct meta_order *o, uint64_t pos)
 {
     return o->random ? perm_apply(&o->perm, pos) : pos;
 }
+
+/* Its options and help (main.c lists it). */
+extern const struct cli_command meta_command;
 
 /* argv[0..argc) are the arguments after "meta". Returns the exit code. */
 int meta_main(int argc, char **argv);

@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "common.h"
 #include "phase.h"
 #include "prng.h"
@@ -262,160 +263,243 @@ static void close_files(struct randio_plan *p)
             close(p->fds[k]);
 }
 
-int randio_main(int argc, char **argv)
+/* ---- the command line: options, parse, plan, run, report ------------------ */
+
+static struct randio_opts opts;
+static struct randio_plan plan;
+
+#define REQUIRED_UNLESS_PREPARE "required unless --prepare"
+
+static struct opt_spec specs[] = {
+    COMMON_OPT_DIR(opts.c, "The directory of the files. It may hold other files."),
+    COMMON_OPT_THREADS(opts.c, "Threads doing I/O (vdbench forthreads)."),
+    COMMON_OPT_SEED(opts.c, "Seeds the per-thread generators (file, offset, read or write) and the bytes."),
+    COMMON_OPT_OUT(opts.c),
+    COMMON_OPT_PROGRESS(opts.c),
+    COMMON_OPT_INTERVAL(opts.c),
+    {.name = "--files", .type = OPT_U64, .dst = &opts.files, .required = 1, .min = 1, .max = RANDIO_MAX_FILES,
+     .help = "Files f000..f<N-1> (names padded to max(3, digits(N-1)))."},
+    {.name = "--file-size", .type = OPT_SIZE, .dst = &opts.file_size, .required = 1, .min = 1,
+     .max = RANDIO_MAX_FILE_SIZE, .help = "The size each file must have; the I/O stays within it."},
+    {.name = "--xfer", .type = OPT_SIZE, .dst = &opts.xfer, .min = 1, .max = RANDIO_MAX_XFER,
+     .def_text = REQUIRED_UNLESS_PREPARE,
+     .help = "Bytes per pread or pwrite, at most --file-size; offsets are multiples of it."},
+    {.name = "--read-pct", .type = OPT_DOUBLE, .dst = &opts.read_pct, .dmin = 0, .dmax = 100, .metavar = "P",
+     .def_text = REQUIRED_UNLESS_PREPARE, .help = "Each op is a read with probability P/100."},
+    {.name = "--duration", .type = OPT_DOUBLE, .dst = &opts.duration_s, .dmin = 0.01, .dmax = 1e7,
+     .metavar = "SECONDS", .def_text = REQUIRED_UNLESS_PREPARE, .help = "Seconds of I/O."},
+    {.name = "--direct", .type = OPT_FLAG, .dst = &opts.direct,
+     .help = "The io phase opens the files with O_DIRECT; --xfer must be a multiple of 512 and of the "
+             "files' direct I/O alignment."},
+    {.name = "--prepare", .type = OPT_FLAG, .dst = &opts.prepare_only,
+     .help = "Only make sure the files exist and are full (the prepare phase), no io phase."},
+    {0},
+};
+
+const struct cli_command randio_command = {
+    .name = "randio",
+    .summary = "vdbench-like random reads and writes over N files for a fixed time",
+    .synopsis = "--dir DIR --files N --file-size BYTES --xfer BYTES --read-pct P --duration SECONDS "
+                "[OPTION]...\n"
+                "--dir DIR --files N --file-size BYTES --prepare [OPTION]...",
+    .notes = "Two timed phases: prepare makes or extends the files (not part of the measurement), then io, "
+             "whose reads and writes are counted apart.",
+};
+
+/* Checks across options after parsing. 0 or -1 after a one-line message
+ * (exit 2). */
+static int check_options(const struct randio_opts *o)
 {
-    static struct randio_opts o;
-    static struct randio_plan plan;
-    memset(&o, 0, sizeof o);
-    memset(&plan, 0, sizeof plan);
-    struct opt_spec specs[COMMON_NSPECS + 8];
-    memset(specs, 0, sizeof specs);
-    unsigned n = common_specs_some(specs, &o.c, COMMON_NO_ALLOW_EXISTING);
-    specs[n++] = (struct opt_spec){
-        .name = "--files", .type = OPT_U64, .dst = &o.files, .required = 1, .min = 1, .max = RANDIO_MAX_FILES};
-    specs[n++] = (struct opt_spec){.name = "--file-size", .type = OPT_SIZE, .dst = &o.file_size,
-                                   .required = 1, .min = 1, .max = RANDIO_MAX_FILE_SIZE};
-    struct opt_spec *needed = &specs[n]; /* the next three: required unless --prepare */
-    specs[n++] = (struct opt_spec){
-        .name = "--xfer", .type = OPT_SIZE, .dst = &o.xfer, .min = 1, .max = RANDIO_MAX_XFER};
-    specs[n++] = (struct opt_spec){
-        .name = "--read-pct", .type = OPT_DOUBLE, .dst = &o.read_pct, .dmin = 0, .dmax = 100};
-    specs[n++] = (struct opt_spec){
-        .name = "--duration", .type = OPT_DOUBLE, .dst = &o.duration_s, .dmin = 0.01, .dmax = 1e7};
-    specs[n++] = (struct opt_spec){.name = "--direct", .type = OPT_FLAG, .dst = &o.direct};
-    specs[n++] = (struct opt_spec){.name = "--prepare", .type = OPT_FLAG, .dst = &o.prepare_only};
-    char err[CLI_ERR_MAX];
-    if (cli_parse(argc, argv, specs, err, sizeof err) != 0) {
-        cli_error("%s", err);
-        return EXIT_USAGE;
-    }
-    if (!o.prepare_only) {
-        for (int k = 0; k < 3; k++) {
-            if (!needed[k].seen) {
-                cli_error("%s: required argument missing (unless --prepare)", needed[k].name);
-                return EXIT_USAGE;
-            }
-        }
-        if (o.xfer > o.file_size) {
-            cli_error("--xfer: expected at most --file-size (%llu), got '%llu'",
-                      (unsigned long long)o.file_size, (unsigned long long)o.xfer);
-            return EXIT_USAGE;
-        }
-        if (o.direct && o.xfer % COMMON_DIO_MIN_ALIGN != 0) {
-            cli_error("--xfer: with --direct, expected a multiple of %u bytes, got '%llu'",
-                      COMMON_DIO_MIN_ALIGN, (unsigned long long)o.xfer);
-            return EXIT_USAGE;
+    if (o->prepare_only)
+        return 0;
+    static const char *const needed[] = {"--xfer", "--read-pct", "--duration"};
+    for (int k = 0; k < 3; k++) {
+        if (!cli_given(specs, needed[k])) {
+            cli_error("%s: required argument missing (unless --prepare)", needed[k]);
+            return -1;
         }
     }
+    if (o->xfer > o->file_size) {
+        cli_error("--xfer: expected at most --file-size (%llu), got '%llu'", (unsigned long long)o->file_size,
+                  (unsigned long long)o->xfer);
+        return -1;
+    }
+    if (o->direct && o->xfer % COMMON_DIO_MIN_ALIGN != 0) {
+        cli_error("--xfer: with --direct, expected a multiple of %u bytes, got '%llu'", COMMON_DIO_MIN_ALIGN,
+                  (unsigned long long)o->xfer);
+        return -1;
+    }
+    return 0;
+}
+
+/* Parse: the arguments into opts. CLI_CONTINUE or the exit code. */
+static int parse_args(int argc, char **argv)
+{
+    memset(&opts, 0, sizeof opts);
+    int code = cli_parse_command(&randio_command, argc, argv, specs);
+    if (code != CLI_CONTINUE)
+        return code;
+    return check_options(&opts) != 0 ? EXIT_USAGE : CLI_CONTINUE;
+}
+
+/* --direct: O_DIRECT works on f000 and --xfer fits its alignment. 0, or
+ * -1 after a one-line message (exit 2). */
+static int check_direct(struct randio_plan *p, const struct randio_opts *o)
+{
+    char name[RANDIO_NAME_MAX];
+    file_name(p, 0, name);
+    /* other errors than "no O_DIRECT here" show up again in the prepare phase */
+    if (common_probe_direct(p->rootfd, o->c.dir, name, 1, &p->dio) < 0)
+        return -1;
+    if (o->xfer % p->dio.offset_align == 0)
+        return 0;
+    cli_error("--xfer: with --direct on '%s', expected a multiple of %u bytes (its direct I/O alignment%s), "
+              "got '%llu'",
+              o->c.dir, p->dio.offset_align, p->dio.reported ? "" : ", assumed", (unsigned long long)o->xfer);
+    if (p->dio.created)
+        (void)unlinkat(p->rootfd, name, 0);
+    return -1;
+}
+
+/* Plan, first part: one fd set per thread when files x threads fit the
+ * open-file limit, else one shared set; the signal handlers; DIR; the
+ * names' width; --direct. CLI_CONTINUE or the exit code. */
+static int check_and_open(struct randio_plan *p, const struct randio_opts *o)
+{
     uint64_t limit;
-    plan.fd_sets = (unsigned)o.c.threads;
-    if (o.prepare_only || common_ensure_nofile(o.files * o.c.threads + 64, &limit) != 0)
-        plan.fd_sets = 1; /* shared fds: files x threads do not fit */
-    if (plan.fd_sets == 1 && common_ensure_nofile(o.files + 64, &limit) != 0) {
-        cli_error("--files: %llu files are kept open, but the open-file limit is %llu",
-                  (unsigned long long)o.files, (unsigned long long)limit);
+    memset(p, 0, sizeof *p);
+    p->fd_sets = (unsigned)o->c.threads;
+    if (o->prepare_only || common_ensure_nofile(o->files * o->c.threads + 64, &limit) != 0)
+        p->fd_sets = 1; /* shared fds: files x threads do not fit */
+    if (p->fd_sets == 1 && common_ensure_nofile(o->files + 64, &limit) != 0) {
+        cli_error("--files: %llu files are kept open, but the open-file limit is %llu", (unsigned long long)o->files,
+                  (unsigned long long)limit);
         return EXIT_USAGE;
     }
     if (signals_install() != 0) {
         cli_error("cannot install signal handlers: %s", strerror(errno));
         return EXIT_FAILED;
     }
-    int rootfd = common_open_dir(&o.c);
-    if (rootfd < 0)
+    p->o = o;
+    p->rootfd = common_open_dir(&o->c);
+    if (p->rootfd < 0)
         return EXIT_USAGE;
-
-    plan.o = &o;
-    plan.rootfd = rootfd;
-    plan.width = 3;
-    for (uint64_t v = o.files - 1; v >= 1000; v /= 10)
-        plan.width++;
-    if (o.direct && !o.prepare_only) {
-        char name[RANDIO_NAME_MAX];
-        file_name(&plan, 0, name);
-        /* other errors than "no O_DIRECT here" show up again in the prepare phase */
-        if (common_probe_direct(rootfd, o.c.dir, name, 1, &plan.dio) < 0) {
-            close(rootfd);
-            return EXIT_USAGE;
-        }
-        if (o.xfer % plan.dio.offset_align != 0) {
-            cli_error("--xfer: with --direct on '%s', expected a multiple of %u bytes (its direct I/O "
-                      "alignment%s), got '%llu'",
-                      o.c.dir, plan.dio.offset_align, plan.dio.reported ? "" : ", assumed",
-                      (unsigned long long)o.xfer);
-            if (plan.dio.created)
-                (void)unlinkat(rootfd, name, 0);
-            close(rootfd);
-            return EXIT_USAGE;
-        }
+    p->width = 3;
+    for (uint64_t v = o->files - 1; v >= 1000; v /= 10)
+        p->width++;
+    if (o->direct && !o->prepare_only && check_direct(p, o) != 0) {
+        close(p->rootfd);
+        return EXIT_USAGE;
     }
-    plan.fds = malloc(plan.fd_sets * o.files * sizeof *plan.fds);
-    plan.fill = malloc(RANDIO_FILL_BLOCK);
-    if (!plan.fds || !plan.fill) {
+    return CLI_CONTINUE;
+}
+
+/* Plan: as above, then the fds, the fill block, the seeds and the slots.
+ * CLI_CONTINUE or the exit code. */
+static int make_plan(struct randio_plan *p, const struct randio_opts *o)
+{
+    int code = check_and_open(p, o);
+    if (code != CLI_CONTINUE)
+        return code;
+    p->fds = malloc(p->fd_sets * o->files * sizeof *p->fds);
+    p->fill = malloc(RANDIO_FILL_BLOCK);
+    if (!p->fds || !p->fill) {
         cli_error("out of memory");
-        free(plan.fds);
-        free(plan.fill);
-        close(rootfd);
+        free(p->fds);
+        free(p->fill);
+        close(p->rootfd);
         return EXIT_FAILED;
     }
-    for (uint64_t k = 0; k < plan.fd_sets * o.files; k++)
-        plan.fds[k] = -1;
-    uint64_t st = o.c.seed;
-    plan.seed_key = splitmix64(&st);
-    prng_fill(plan.fill, RANDIO_FILL_BLOCK, splitmix64(&st), 1);
-    plan.slots = o.xfer ? o.file_size / o.xfer : 0;
-    plan.duration_ns = (uint64_t)(o.duration_s * 1e9);
-    atomic_init(&plan.next_file, 0);
-    atomic_init(&plan.deadline, 0);
+    for (uint64_t k = 0; k < p->fd_sets * o->files; k++)
+        p->fds[k] = -1;
+    uint64_t st = o->c.seed;
+    p->seed_key = splitmix64(&st);
+    prng_fill(p->fill, RANDIO_FILL_BLOCK, splitmix64(&st), 1);
+    p->slots = o->xfer ? o->file_size / o->xfer : 0;
+    p->duration_ns = (uint64_t)(o->duration_s * 1e9);
+    atomic_init(&p->next_file, 0);
+    atomic_init(&p->deadline, 0);
+    return CLI_CONTINUE;
+}
 
-    static struct phase_result res[2];
+/* The io phase into *res: open the files (a failure is the phase's
+ * setup error), then run. Returns phase_run's code. */
+static int run_io(struct randio_plan *p, struct phase_result *res)
+{
+    const struct randio_opts *o = p->o;
+    struct phase_opts io = {
+        .name = "io",
+        .unit = "ops",
+        .threads = (unsigned)o->c.threads,
+        .interval_s = o->c.interval_s,
+        .progress = o->c.progress,
+        .with_bytes = 1,
+        .nclasses = 2,
+        .class_names = class_names,
+    };
+    char where[RANDIO_NAME_MAX];
+    int e = open_files(p, where);
+    return e ? phase_result_setup_failed(res, &io, e, where) : phase_run(res, &io, io_worker, p);
+}
+
+/* Run: prepare, then io (unless --prepare or prepare ended the run); then
+ * close everything and free the fds and fill block. Returns how many
+ * phases have results; *oom when one could not run. */
+static size_t run_phases(struct randio_plan *p, struct phase_result *res, int *oom)
+{
+    const struct randio_opts *o = p->o;
     size_t nres = 0;
-    int oom = 0;
     struct phase_opts prep = {
         .name = "prepare",
         .unit = "files",
-        .threads = (unsigned)o.c.threads,
-        .interval_s = o.c.interval_s,
-        .progress = o.c.progress,
-        .expected_ops = o.files,
+        .threads = (unsigned)o->c.threads,
+        .interval_s = o->c.interval_s,
+        .progress = o->c.progress,
+        .expected_ops = o->files,
         .with_bytes = 1,
     };
-    if (phase_run(&res[0], &prep, prepare_worker, &plan) != 0 && !res[0].lat)
-        oom = 1;
+    if (phase_run(&res[0], &prep, prepare_worker, p) != 0 && !res[0].lat)
+        *oom = 1;
     else
         nres = 1;
-    if (!oom && !o.prepare_only && !phase_result_ends_run(&res[0])) {
-        struct phase_opts io = {
-            .name = "io",
-            .unit = "ops",
-            .threads = (unsigned)o.c.threads,
-            .interval_s = o.c.interval_s,
-            .progress = o.c.progress,
-            .with_bytes = 1,
-            .nclasses = 2,
-            .class_names = class_names,
-        };
-        char where[RANDIO_NAME_MAX];
-        int e = open_files(&plan, where);
-        int rc = e ? phase_result_setup_failed(&res[1], &io, e, where)
-                   : phase_run(&res[1], &io, io_worker, &plan);
-        if (rc != 0 && !res[1].lat)
-            oom = 1;
+    if (!*oom && !o->prepare_only && !phase_result_ends_run(&res[0])) {
+        if (run_io(p, &res[1]) != 0 && !res[1].lat)
+            *oom = 1;
         else
             nres = 2;
     }
-    close_files(&plan);
-    close(rootfd);
-    free(plan.fds);
-    free(plan.fill);
+    close_files(p);
+    close(p->rootfd);
+    free(p->fds);
+    free(p->fill);
+    return nres;
+}
+
+/* Report: the document. Returns the exit code. */
+static int write_report(struct randio_plan *p, struct phase_result *res, size_t nres, int oom)
+{
     struct report rep = {
         .workload = "randio",
         .write_params = write_params,
-        .params_arg = &plan,
+        .params_arg = p,
         .phases = res,
         .nphases = nres,
         .out_of_memory = oom,
     };
-    int code = report_finish(&rep, o.c.out);
+    int code = report_finish(&rep, p->o->c.out);
     phase_results_free(res, nres);
     return code;
+}
+
+int randio_main(int argc, char **argv)
+{
+    int code = parse_args(argc, argv);
+    if (code == CLI_CONTINUE)
+        code = make_plan(&plan, &opts);
+    if (code != CLI_CONTINUE)
+        return code;
+    static struct phase_result res[2];
+    int oom = 0;
+    size_t nres = run_phases(&plan, res, &oom);
+    return write_report(&plan, res, nres, oom);
 }

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "common.h"
 #include "phase.h"
 #include "prng.h"
@@ -42,7 +43,7 @@ static const char *const content_names[] = {"zero", "random", NULL};
 struct seqio_opts {
     struct common_opts c;
     const char *file;
-    uint64_t size;        /* write: bytes to write; read: at most this many (0: whole file) */
+    uint64_t size;        /* write: bytes to write; read: at most this many (not given: whole file) */
     uint64_t block;
     int mode;
     int direct;
@@ -53,7 +54,10 @@ struct seqio_opts {
 
 struct seqio_plan {
     const struct seqio_opts *o;
+    int rootfd;
     int fd;
+    int open_err;         /* the file's open failed: each run reports this errno */
+    struct phase_result *res; /* --runs results */
     unsigned char *buf;
     uint64_t total;       /* bytes this run moves (read: limit) */
     uint64_t file_size;   /* read: size of the file at the start */
@@ -137,186 +141,253 @@ static void write_params(struct json *j, const void *arg)
     json_obj_end(j);
 }
 
-int seqio_main(int argc, char **argv)
+/* ---- the command line: options, parse, plan, run, report ------------------ */
+
+static struct seqio_opts opts;
+static struct seqio_plan plan;
+
+static struct opt_spec specs[] = {
+    COMMON_OPT_DIR(opts.c, "The directory of the file. It may hold other files."),
+    COMMON_OPT_SEED(opts.c, "Seeds --content random."),
+    COMMON_OPT_OUT(opts.c),
+    COMMON_OPT_PROGRESS(opts.c),
+    COMMON_OPT_INTERVAL(opts.c),
+    {.name = "--file", .type = OPT_STR, .dst = &opts.file, .required = 1, .metavar = "NAME",
+     .help = "A file name inside DIR (no '/'). write: created if missing, truncated at the start of each run. "
+             "read: it must exist."},
+    {.name = "--size", .type = OPT_SIZE, .dst = &opts.size, .min = 1, .max = SEQIO_MAX_SIZE,
+     .def_text = "required with --mode write; read: the whole file",
+     .help = "write: the bytes to write (the last block may be short). read: read at most this many."},
+    {.name = "--block", .type = OPT_SIZE, .dst = &opts.block, .required = 1, .min = 1, .max = SEQIO_MAX_BLOCK,
+     .help = "Bytes per pwrite or pread."},
+    {.name = "--mode", .type = OPT_ENUM, .dst = &opts.mode, .required = 1, .choices = mode_names,
+     .help = "Write the file, or read it."},
+    {.name = "--direct", .type = OPT_FLAG, .dst = &opts.direct,
+     .help = "Open the file with O_DIRECT and an aligned buffer; --block (and for write --size) must be "
+             "multiples of 512 and of the file's direct I/O alignment."},
+    {.name = "--runs", .type = OPT_U64, .dst = &opts.runs, .min = 1, .max = SEQIO_MAX_RUNS, .metavar = "R",
+     .def = "1", .help = "Repeat R times, one phase per run."},
+    {.name = "--fsync-end", .type = OPT_ENUM, .dst = &opts.fsync_end, .choices = onoff_names,
+     .def_text = "default on for a buffered write, off with --direct",
+     .help = "write only: fsync once after the last block, inside the timed phase (dd conv=fsync)."},
+    {.name = "--content", .type = OPT_ENUM, .dst = &opts.content, .choices = content_names, .def = "zero",
+     .help = "write: zero bytes (dd if=/dev/zero), or one block of pseudo-random bytes from --seed written "
+             "over and over."},
+    {0},
+};
+
+const struct cli_command seqio_command = {
+    .name = "seqio",
+    .summary = "dd-like sequential write or read of one file, buffered or O_DIRECT",
+    .synopsis = "--dir DIR --file NAME --mode write --size BYTES --block BYTES [OPTION]...\n"
+                "--dir DIR --file NAME --mode read --block BYTES [OPTION]...",
+    .notes = "Each run is one timed phase on one thread, named after --mode. A write run truncates the file "
+             "first, before its clock starts.",
+};
+
+/* Checks across options after parsing, and --fsync-end's default. 0 or -1
+ * after a one-line message (exit 2). */
+static int check_options(struct seqio_opts *o)
 {
-    static struct seqio_opts o;
-    static struct seqio_plan plan;
-    memset(&o, 0, sizeof o);
-    memset(&plan, 0, sizeof plan);
-    plan.o = &o;
-    struct opt_spec specs[COMMON_NSPECS + 9];
-    memset(specs, 0, sizeof specs);
-    unsigned n = common_specs_some(specs, &o.c, COMMON_NO_THREADS | COMMON_NO_ALLOW_EXISTING);
-    o.runs = 1;
-    o.mode = -1;
-    o.fsync_end = -1;
-    specs[n++] = (struct opt_spec){.name = "--file", .type = OPT_STR, .dst = &o.file, .required = 1};
-    struct opt_spec *size_spec = &specs[n];
-    specs[n++] = (struct opt_spec){
-        .name = "--size", .type = OPT_SIZE, .dst = &o.size, .min = 1, .max = SEQIO_MAX_SIZE};
-    specs[n++] = (struct opt_spec){
-        .name = "--block", .type = OPT_SIZE, .dst = &o.block, .required = 1, .min = 1, .max = SEQIO_MAX_BLOCK};
-    specs[n++] = (struct opt_spec){
-        .name = "--mode", .type = OPT_ENUM, .dst = &o.mode, .required = 1, .choices = mode_names};
-    specs[n++] = (struct opt_spec){.name = "--direct", .type = OPT_FLAG, .dst = &o.direct};
-    specs[n++] = (struct opt_spec){
-        .name = "--runs", .type = OPT_U64, .dst = &o.runs, .min = 1, .max = SEQIO_MAX_RUNS};
-    struct opt_spec *fsync_spec = &specs[n];
-    specs[n++] = (struct opt_spec){
-        .name = "--fsync-end", .type = OPT_ENUM, .dst = &o.fsync_end, .choices = onoff_names};
-    specs[n++] = (struct opt_spec){
-        .name = "--content", .type = OPT_ENUM, .dst = &o.content, .choices = content_names};
-    char err[CLI_ERR_MAX];
-    if (cli_parse(argc, argv, specs, err, sizeof err) != 0) {
-        cli_error("%s", err);
-        return EXIT_USAGE;
+    if (strchr(o->file, '/') || strcmp(o->file, ".") == 0 || strcmp(o->file, "..") == 0) {
+        cli_error("--file: expected a file name inside --dir (no '/'), got '%s'", o->file);
+        return -1;
     }
-    if (strchr(o.file, '/') || strcmp(o.file, ".") == 0 || strcmp(o.file, "..") == 0) {
-        cli_error("--file: expected a file name inside --dir (no '/'), got '%s'", o.file);
-        return EXIT_USAGE;
-    }
-    if (o.mode == MODE_WRITE && !size_spec->seen) {
+    if (o->mode == MODE_WRITE && !cli_given(specs, "--size")) {
         cli_error("--size: required argument missing (with --mode write)");
-        return EXIT_USAGE;
+        return -1;
     }
-    if (o.mode == MODE_READ && fsync_spec->seen) {
+    if (o->mode == MODE_READ && cli_given(specs, "--fsync-end")) {
         cli_error("--fsync-end: only applies to --mode write");
-        return EXIT_USAGE;
+        return -1;
     }
-    if (o.fsync_end < 0) /* default: on for a buffered write (dd conv=fsync), off with O_DIRECT */
-        o.fsync_end = o.mode == MODE_WRITE && !o.direct ? ON : OFF;
-    if (o.direct && o.block % COMMON_DIO_MIN_ALIGN != 0) {
+    if (!cli_given(specs, "--fsync-end")) /* on for a buffered write (dd conv=fsync), off with O_DIRECT */
+        o->fsync_end = o->mode == MODE_WRITE && !o->direct ? ON : OFF;
+    if (o->direct && o->block % COMMON_DIO_MIN_ALIGN != 0) {
         cli_error("--block: with --direct, expected a multiple of %u bytes, got '%llu'", COMMON_DIO_MIN_ALIGN,
-                  (unsigned long long)o.block);
-        return EXIT_USAGE;
+                  (unsigned long long)o->block);
+        return -1;
     }
-    if (o.direct && o.mode == MODE_WRITE && o.size % COMMON_DIO_MIN_ALIGN != 0) {
+    if (o->direct && o->mode == MODE_WRITE && o->size % COMMON_DIO_MIN_ALIGN != 0) {
         cli_error("--size: with --direct, expected a multiple of %u bytes, got '%llu'", COMMON_DIO_MIN_ALIGN,
-                  (unsigned long long)o.size);
-        return EXIT_USAGE;
+                  (unsigned long long)o->size);
+        return -1;
     }
+    return 0;
+}
+
+/* Parse: the arguments into opts. CLI_CONTINUE or the exit code. */
+static int parse_args(int argc, char **argv)
+{
+    memset(&opts, 0, sizeof opts);
+    opts.c.threads = 1; /* not an option: one thread */
+    int code = cli_parse_command(&seqio_command, argc, argv, specs);
+    if (code != CLI_CONTINUE)
+        return code;
+    return check_options(&opts) != 0 ? EXIT_USAGE : CLI_CONTINUE;
+}
+
+/* The file in rootfd before anything is opened for writing: a read needs
+ * it, it must be a regular file, and --direct's alignment must fit block
+ * and size. 0, or -1 after a one-line message (exit 2). */
+static int check_file(struct seqio_plan *p, const struct seqio_opts *o, int rootfd)
+{
+    struct stat st;
+    int existed = fstatat(rootfd, o->file, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (o->mode == MODE_READ && !existed) {
+        cli_error("--file: '%s' does not exist in '%s'", o->file, o->c.dir);
+        return -1;
+    }
+    if (existed && !S_ISREG(st.st_mode)) {
+        cli_error("--file: '%s' in '%s' is not a regular file", o->file, o->c.dir);
+        return -1;
+    }
+    if (!o->direct)
+        return 0;
+    /* other errors than "no O_DIRECT here" show up again at the open */
+    if (common_probe_direct(rootfd, o->c.dir, o->file, o->mode == MODE_WRITE, &p->dio) < 0)
+        return -1;
+    p->dio_align = p->dio.offset_align;
+    const char *bad = o->block % p->dio_align                             ? "--block"
+                      : o->mode == MODE_WRITE && o->size % p->dio_align ? "--size"
+                                                                          : NULL;
+    if (bad) {
+        cli_error("%s: with --direct on '%s', block and size must be multiples of %u bytes (its direct "
+                  "I/O alignment%s), got block %llu, size %llu",
+                  bad, o->c.dir, p->dio_align, p->dio.reported ? "" : ", assumed", (unsigned long long)o->block,
+                  (unsigned long long)o->size);
+        if (p->dio.created)
+            (void)unlinkat(rootfd, o->file, 0);
+        return -1;
+    }
+    return 0;
+}
+
+/* Open the file (an error is kept for the phases to report) and learn how
+ * much each run moves. Nothing is truncated before all checks passed. */
+static void open_file(struct seqio_plan *p, const struct seqio_opts *o, int rootfd)
+{
+    int flags = (o->mode == MODE_WRITE ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC |
+                (o->direct ? O_DIRECT : 0);
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    p->open_err = 0;
+    p->fd = openat(rootfd, o->file, flags, 0644);
+    if (p->fd < 0)
+        p->open_err = errno;
+    if (p->fd >= 0 && o->mode == MODE_READ) {
+        if (fstat(p->fd, &st) != 0)
+            p->open_err = errno;
+        p->file_size = (uint64_t)st.st_size;
+    }
+    p->total = o->mode == MODE_WRITE                                   ? o->size
+               : cli_given(specs, "--size") && o->size < p->file_size ? o->size
+                                                                        : p->file_size;
+}
+
+/* Plan: signal handlers, DIR, the file, the buffer and the results. Returns
+ * CLI_CONTINUE or the exit code; on CLI_CONTINUE p->rootfd is open. */
+static int make_plan(struct seqio_plan *p, const struct seqio_opts *o)
+{
     if (signals_install() != 0) {
         cli_error("cannot install signal handlers: %s", strerror(errno));
         return EXIT_FAILED;
     }
-    int rootfd = common_open_dir(&o.c);
-    if (rootfd < 0)
+    p->o = o;
+    p->rootfd = common_open_dir(&o->c);
+    if (p->rootfd < 0)
         return EXIT_USAGE;
-
-    /* Open the file. Nothing is truncated before all checks have passed. */
-    struct stat st;
-    int existed = fstatat(rootfd, o.file, &st, AT_SYMLINK_NOFOLLOW) == 0;
-    if (o.mode == MODE_READ && !existed) {
-        cli_error("--file: '%s' does not exist in '%s'", o.file, o.c.dir);
-        close(rootfd);
+    if (check_file(p, o, p->rootfd) != 0) {
+        close(p->rootfd);
         return EXIT_USAGE;
     }
-    if (existed && !S_ISREG(st.st_mode)) {
-        cli_error("--file: '%s' in '%s' is not a regular file", o.file, o.c.dir);
-        close(rootfd);
-        return EXIT_USAGE;
-    }
-    if (o.direct) {
-        /* other errors than "no O_DIRECT here" show up again at the open below */
-        if (common_probe_direct(rootfd, o.c.dir, o.file, o.mode == MODE_WRITE, &plan.dio) < 0) {
-            close(rootfd);
-            return EXIT_USAGE;
-        }
-        plan.dio_align = plan.dio.offset_align;
-        const char *bad = o.block % plan.dio_align ? "--block"
-                          : o.mode == MODE_WRITE && o.size % plan.dio_align ? "--size"
-                                                                            : NULL;
-        if (bad) {
-            cli_error("%s: with --direct on '%s', block and size must be multiples of %u bytes (its direct "
-                      "I/O alignment%s), got block %llu, size %llu",
-                      bad, o.c.dir, plan.dio_align, plan.dio.reported ? "" : ", assumed",
-                      (unsigned long long)o.block, (unsigned long long)o.size);
-            if (plan.dio.created)
-                (void)unlinkat(rootfd, o.file, 0);
-            close(rootfd);
-            return EXIT_USAGE;
-        }
-    }
-    int flags = (o.mode == MODE_WRITE ? O_WRONLY | O_CREAT : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC |
-                (o.direct ? O_DIRECT : 0);
-    int open_err = 0;
-    plan.fd = openat(rootfd, o.file, flags, 0644);
-    if (plan.fd < 0)
-        open_err = errno;
-    if (plan.fd >= 0 && o.mode == MODE_READ) {
-        if (fstat(plan.fd, &st) != 0)
-            open_err = errno;
-        plan.file_size = (uint64_t)st.st_size;
-    }
-    plan.total = o.mode == MODE_WRITE ? o.size
-                 : size_spec->seen && o.size < plan.file_size ? o.size
-                                                              : plan.file_size;
-    plan.buf = common_dio_alloc(&plan.dio, (size_t)o.block);
-    if (!plan.buf) {
-        cli_error("--block: cannot allocate %llu bytes", (unsigned long long)o.block);
-        if (plan.fd >= 0)
-            close(plan.fd);
-        close(rootfd);
+    open_file(p, o, p->rootfd);
+    p->buf = common_dio_alloc(&p->dio, (size_t)o->block);
+    p->res = p->buf ? calloc(o->runs, sizeof *p->res) : NULL;
+    if (!p->res) {
+        if (p->buf)
+            cli_error("out of memory");
+        else
+            cli_error("--block: cannot allocate %llu bytes", (unsigned long long)o->block);
+        if (p->fd >= 0)
+            close(p->fd);
+        close(p->rootfd);
+        free(p->buf);
         return EXIT_FAILED;
     }
-    if (o.content == 1)
-        prng_fill(plan.buf, o.block, o.c.seed, 0);
+    if (o->content == 1)
+        prng_fill(p->buf, o->block, o->c.seed, 0);
     else
-        memset(plan.buf, 0, o.block);
+        memset(p->buf, 0, o->block);
+    return CLI_CONTINUE;
+}
 
-    struct phase_result *res = calloc(o.runs, sizeof *res);
-    if (!res) {
-        cli_error("out of memory");
-        if (plan.fd >= 0)
-            close(plan.fd);
-        close(rootfd);
-        free(plan.buf);
-        return EXIT_FAILED;
-    }
+/* Run: --runs phases, until one ends the run; then close the file and DIR.
+ * Returns how many phases have results; *oom when one could not run. */
+static size_t run_phases(struct seqio_plan *p, int *oom)
+{
+    const struct seqio_opts *o = p->o;
     size_t nres = 0;
-    int oom = 0;
-    const char *name = mode_names[o.mode];
-    for (uint64_t r = 0; r < o.runs; r++) {
+    for (uint64_t r = 0; r < o->runs; r++) {
         struct phase_opts po = {
-            .name = name,
+            .name = mode_names[o->mode],
             .unit = "blocks",
             .threads = 1,
-            .interval_s = o.c.interval_s,
-            .progress = o.c.progress,
-            .expected_ops = (plan.total + o.block - 1) / o.block,
+            .interval_s = o->c.interval_s,
+            .progress = o->c.progress,
+            .expected_ops = (p->total + o->block - 1) / o->block,
             .has_run = 1,
             .run = r,
             .with_bytes = 1,
         };
         int rc;
-        if (plan.fd < 0)
-            rc = phase_result_setup_failed(&res[r], &po, open_err, o.file);
-        else if (o.mode == MODE_WRITE && ftruncate(plan.fd, 0) != 0)
-            rc = phase_result_setup_failed(&res[r], &po, errno, o.file);
+        if (p->fd < 0)
+            rc = phase_result_setup_failed(&p->res[r], &po, p->open_err, o->file);
+        else if (o->mode == MODE_WRITE && ftruncate(p->fd, 0) != 0)
+            rc = phase_result_setup_failed(&p->res[r], &po, errno, o->file);
         else
-            rc = phase_run(&res[r], &po, seqio_worker, &plan);
-        if (rc != 0 && !res[r].lat) {
-            oom = 1;
+            rc = phase_run(&p->res[r], &po, seqio_worker, p);
+        if (rc != 0 && !p->res[r].lat) {
+            *oom = 1;
             break;
         }
         nres = r + 1;
-        if (phase_result_ends_run(&res[r]))
+        if (phase_result_ends_run(&p->res[r]))
             break;
     }
-    if (plan.fd >= 0)
-        close(plan.fd);
-    close(rootfd);
-    free(plan.buf);
+    if (p->fd >= 0)
+        close(p->fd);
+    close(p->rootfd);
+    return nres;
+}
+
+/* Report: the document, then free the buffer and results. Returns the exit code. */
+static int write_report(struct seqio_plan *p, size_t nres, int oom)
+{
     struct report rep = {
         .workload = "seqio",
         .write_params = write_params,
-        .params_arg = &plan,
-        .phases = res,
+        .params_arg = p,
+        .phases = p->res,
         .nphases = nres,
         .out_of_memory = oom,
     };
-    int code = report_finish(&rep, o.c.out);
-    phase_results_free(res, nres);
-    free(res);
+    int code = report_finish(&rep, p->o->c.out);
+    phase_results_free(p->res, nres);
+    free(p->res);
+    free(p->buf);
     return code;
+}
+
+int seqio_main(int argc, char **argv)
+{
+    memset(&plan, 0, sizeof plan);
+    int code = parse_args(argc, argv);
+    if (code == CLI_CONTINUE)
+        code = make_plan(&plan, &opts);
+    if (code != CLI_CONTINUE)
+        return code;
+    int oom = 0;
+    size_t nres = run_phases(&plan, &oom);
+    return write_report(&plan, nres, oom);
 }

@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "common.h"
 #include "filedata.h"
 #include "phase.h"
@@ -47,8 +48,6 @@ static const char *const fsync_names[] = {"none", "file", "dir", NULL};
 static const char *const layout_names[] = {"fixed", "random", NULL};
 static const char *const create_call_names[] = {"auto", "open", "mknod", NULL};
 
-#define TREE_DEFAULT_MAX_DEPTH 4
-#define TREE_DEFAULT_FILES_PER_DIR_MAX 16383 /* the study's $RANDOM/2 */
 #define WALK_MAX_DEPTH SHAPE_MAX_LEVELS      /* >= RLAYOUT_MAX_DEPTH */
 
 struct tree_opts {
@@ -414,30 +413,90 @@ static void write_params(struct json *j, const void *arg)
     json_obj_end(j);
 }
 
+/* ---- the command line: options, parse, plan, run, report ------------------ */
+
+static struct tree_opts opts; /* static: struct shape is a few hundred bytes */
+static struct tree_plan plan;
+
+static struct opt_spec specs[] = {
+    COMMON_OPT_DIR(opts.c, "The target directory. It must exist and be empty unless --allow-existing."),
+    COMMON_OPT_THREADS(opts.c, "Threads making the files."),
+    COMMON_OPT_SEED(opts.c, "Seeds --order random, the random layout, the file sizes and --content random."),
+    COMMON_OPT_ALLOW_EXISTING(opts.c, "Allow a non-empty DIR: existing directories are reused, files that already "
+                                      "exist are counted in \"existing\" and not opened."),
+    COMMON_OPT_OUT(opts.c),
+    COMMON_OPT_PROGRESS(opts.c),
+    COMMON_OPT_INTERVAL(opts.c),
+    {.name = "--shape", .type = OPT_CUSTOM, .dst = &opts.shape, .parse = parse_shape, .metavar = "AxBx...xF",
+     .def_text = "required with --layout fixed",
+     .help = "Fixed layout: the fan-out per level, the last number the files per leaf directory (10x1000: 10 "
+             "directories of 1000 files; N: N files directly in DIR). Up to 16 levels, each 1..1e12."},
+    {.name = "--order", .type = OPT_ENUM, .dst = &opts.order, .choices = order_names, .def = "sequential",
+     .help = "random: shuffle the directories and the files inside each, reproducibly from --seed."},
+    {.name = "--fsync", .type = OPT_ENUM, .dst = &opts.fsync, .choices = fsync_names, .def = "none",
+     .help = "file: fsync each file before close. dir: also fsync the directory after each work item."},
+    {.name = "--layout", .type = OPT_ENUM, .dst = &opts.layout, .choices = layout_names, .def = "fixed",
+     .help = "fixed: the fan-out tree of --shape. random: a seeded random folder structure of --files files "
+             "(the degradation study's mktemp -d loop)."},
+    {.name = "--files", .type = OPT_U64, .dst = &opts.files, .min = 1, .max = RLAYOUT_MAX_FILES,
+     .def_text = "required with --layout random",
+     .help = "Random layout: the files in total; exactly this many are made."},
+    {.name = "--max-depth", .type = OPT_U64, .dst = &opts.max_depth, .min = 1, .max = RLAYOUT_MAX_DEPTH,
+     .metavar = "D", .def = "4", .help = "Random layout: directories lie 1..D levels below DIR."},
+    {.name = "--files-per-dir-max", .type = OPT_U64, .dst = &opts.files_per_dir_max, .min = 1,
+     .max = RLAYOUT_MAX_FILES_PER_DIR, .metavar = "M", .def = "16383",
+     .help = "Random layout: each directory gets a uniform 1..M files (the last one what is left); 16383 is the "
+             "study's $RANDOM/2."},
+    {.name = "--size", .type = OPT_CUSTOM, .dst = &opts.size, .parse = parse_size,
+     .metavar = "S|MIN:MAX|bonnie:MAX[:MIN]", .def = "0",
+     .help = "Bytes written to each file: S, uniform in MIN..MAX, or bonnie++ -n's MAX[:MIN] (MIN default 0); "
+             "at most 1G. A file's size depends only on --seed and the file's number."},
+    {.name = "--size-align", .type = OPT_SIZE, .dst = &opts.size_align, .min = 1, .max = FILEDATA_MAX_SIZE,
+     .metavar = "B", .def = "1",
+     .help = "Sizes are multiples of B: B x uniform(ceil(MIN/B)..floor(MAX/B)); a fixed S must be a multiple of "
+             "B."},
+    {.name = "--content", .type = OPT_ENUM, .dst = &opts.content, .choices = filedata_content_names,
+     .def = "zero", .help = "zero: zero bytes (written, not holes). random: pseudo-random bytes from --seed."},
+    {.name = "--create-call", .type = OPT_ENUM, .dst = &opts.create_call, .choices = create_call_names,
+     .def = "auto",
+     .help = "open: openat(O_CREAT|O_EXCL) and close per file. mknod: one mknodat(S_IFREG) per file (empty "
+             "files without --fsync only). auto: mknod where it can, else open. params.create_call reports "
+             "the call used."},
+    {0},
+};
+
+const struct cli_command tree_command = {
+    .name = "tree",
+    .summary = "a tree of files: fixed fan-out (--shape) or random (--layout random)",
+    .synopsis = "--dir DIR --shape AxBx...xF [OPTION]...\n--dir DIR --layout random --files N [OPTION]...",
+    .notes = "One timed phase, create. Directories are d and files f, each followed by a zero-padded index; "
+             "random-layout directories have mktemp-like names. The same --seed gives the same tree, whatever "
+             "--threads and --order.",
+};
+
 /* Checks across options after parsing. Returns 0 or -1 after a one-line
  * message (exit 2). */
-static int check_options(struct tree_opts *o, const struct opt_spec *shape, const struct opt_spec *files,
-                         const struct opt_spec *max_depth, const struct opt_spec *fpd_max)
+static int check_options(struct tree_opts *o)
 {
     char err[CLI_ERR_MAX];
     if (o->layout == LAYOUT_FIXED) {
-        if (!shape->seen) {
+        if (!cli_given(specs, "--shape")) {
             cli_error("--shape: required argument missing");
             return -1;
         }
-        const struct opt_spec *random_only[] = {files, max_depth, fpd_max};
+        static const char *const random_only[] = {"--files", "--max-depth", "--files-per-dir-max"};
         for (size_t k = 0; k < 3; k++) {
-            if (random_only[k]->seen) {
-                cli_error("%s: only with --layout random", random_only[k]->name);
+            if (cli_given(specs, random_only[k])) {
+                cli_error("%s: only with --layout random", random_only[k]);
                 return -1;
             }
         }
     } else {
-        if (shape->seen) {
+        if (cli_given(specs, "--shape")) {
             cli_error("--shape: not with --layout random (give --files)");
             return -1;
         }
-        if (!files->seen) {
+        if (!cli_given(specs, "--files")) {
             cli_error("--files: required with --layout random");
             return -1;
         }
@@ -462,117 +521,116 @@ static int check_options(struct tree_opts *o, const struct opt_spec *shape, cons
     return 0;
 }
 
-int tree_main(int argc, char **argv)
+/* Parse: the arguments into opts, checked across options. CLI_CONTINUE or
+ * the exit code. */
+static int parse_args(int argc, char **argv)
 {
-    static struct tree_opts o; /* static: struct shape is a few hundred bytes */
-    memset(&o, 0, sizeof o);
-    o.max_depth = TREE_DEFAULT_MAX_DEPTH;
-    o.files_per_dir_max = TREE_DEFAULT_FILES_PER_DIR_MAX;
-    o.size = (struct filedata_size){.align = 1, .n = 1}; /* empty files */
-    o.size_align = 1;
-    struct opt_spec specs[COMMON_NSPECS + 12];
-    memset(specs, 0, sizeof specs);
-    common_specs(specs, &o.c);
-    unsigned n = COMMON_NSPECS;
-    struct opt_spec *shape_spec = &specs[n];
-    specs[n++] = (struct opt_spec){.name = "--shape", .type = OPT_CUSTOM, .dst = &o.shape, .parse = parse_shape};
-    specs[n++] = (struct opt_spec){.name = "--order", .type = OPT_ENUM, .dst = &o.order, .choices = order_names};
-    specs[n++] = (struct opt_spec){.name = "--fsync", .type = OPT_ENUM, .dst = &o.fsync, .choices = fsync_names};
-    specs[n++] = (struct opt_spec){
-        .name = "--layout", .type = OPT_ENUM, .dst = &o.layout, .choices = layout_names};
-    struct opt_spec *files_spec = &specs[n];
-    specs[n++] = (struct opt_spec){
-        .name = "--files", .type = OPT_U64, .dst = &o.files, .min = 1, .max = RLAYOUT_MAX_FILES};
-    struct opt_spec *depth_spec = &specs[n];
-    specs[n++] = (struct opt_spec){
-        .name = "--max-depth", .type = OPT_U64, .dst = &o.max_depth, .min = 1, .max = RLAYOUT_MAX_DEPTH};
-    struct opt_spec *fpd_spec = &specs[n];
-    specs[n++] = (struct opt_spec){.name = "--files-per-dir-max",
-                                   .type = OPT_U64,
-                                   .dst = &o.files_per_dir_max,
-                                   .min = 1,
-                                   .max = RLAYOUT_MAX_FILES_PER_DIR};
-    specs[n++] = (struct opt_spec){.name = "--size", .type = OPT_CUSTOM, .dst = &o.size, .parse = parse_size};
-    specs[n++] = (struct opt_spec){
-        .name = "--size-align", .type = OPT_SIZE, .dst = &o.size_align, .min = 1, .max = FILEDATA_MAX_SIZE};
-    specs[n++] = (struct opt_spec){
-        .name = "--content", .type = OPT_ENUM, .dst = &o.content, .choices = filedata_content_names};
-    specs[n++] = (struct opt_spec){
-        .name = "--create-call", .type = OPT_ENUM, .dst = &o.create_call, .choices = create_call_names};
-    char err[CLI_ERR_MAX];
-    if (cli_parse(argc, argv, specs, err, sizeof err) != 0) {
-        cli_error("%s", err);
-        return EXIT_USAGE;
+    memset(&opts, 0, sizeof opts);
+    int code = cli_parse_command(&tree_command, argc, argv, specs);
+    if (code != CLI_CONTINUE)
+        return code;
+    return check_options(&opts) != 0 ? EXIT_USAGE : CLI_CONTINUE;
+}
+
+/* The seeds, the file data, the layout and the work items. 0, or -1 when
+ * out of memory. */
+static int derive(struct tree_plan *p, const struct tree_opts *o)
+{
+    uint64_t st = o->c.seed;
+    uint64_t order_key = splitmix64(&st);
+    p->file_key = splitmix64(&st);
+    uint64_t data_seed = splitmix64(&st);
+    uint64_t layout_seed = splitmix64(&st);
+    if (filedata_init(&p->data, &o->size, o->content, data_seed) != 0)
+        return -1;
+    if (p->random_layout) {
+        if (rlayout_build(&p->lay, o->files, (unsigned)o->max_depth, o->files_per_dir_max, layout_seed) != 0)
+            return -1;
+        p->files = p->lay.files;
+        p->dirs = p->lay.ndirs;
+        perm_init(&p->leaf_perm, p->lay.ndirs, order_key);
+        return plan_items_random(p, (unsigned)o->c.threads, o->order == ORDER_RANDOM);
     }
-    if (check_options(&o, shape_spec, files_spec, depth_spec, fpd_spec) != 0)
-        return EXIT_USAGE;
+    p->files = o->shape.files;
+    p->dirs = o->shape.dirs;
+    perm_init(&p->leaf_perm, o->shape.leaves, order_key);
+    plan_items_fixed(p, (unsigned)o->c.threads);
+    return 0;
+}
+
+/* Plan: the open-file limit, the signal handlers, DIR (the last check that
+ * exits 2), then the work. CLI_CONTINUE or the exit code; *oom set when
+ * the work could not be planned. */
+static int make_plan(struct tree_plan *p, const struct tree_opts *o, int *oom)
+{
     /* each thread keeps one fd per directory level and one file open */
-    uint64_t levels = o.layout == LAYOUT_RANDOM ? o.max_depth : o.shape.nlevels, limit;
-    (void)common_ensure_nofile(o.c.threads * (levels + 1) + 64, &limit);
+    uint64_t levels = o->layout == LAYOUT_RANDOM ? o->max_depth : o->shape.nlevels, limit;
+    (void)common_ensure_nofile(o->c.threads * (levels + 1) + 64, &limit);
     if (signals_install() != 0) {
         cli_error("cannot install signal handlers: %s", strerror(errno));
         return EXIT_FAILED;
     }
-    int rootfd = common_open_target(&o.c);
+    int rootfd = common_open_target(&o->c);
     if (rootfd < 0)
         return EXIT_USAGE;
+    memset(p, 0, sizeof *p);
+    p->o = o;
+    p->random_layout = o->layout == LAYOUT_RANDOM;
+    p->rootfd = rootfd;
+    *oom = derive(p, o) != 0;
+    atomic_init(&p->next_item, 0);
+    atomic_init(&p->use_mknod, o->create_call == CREATE_MKNOD ||
+                                   (o->create_call == CREATE_AUTO && filedata_size_max(&o->size) == 0 &&
+                                    o->fsync == FSYNC_NONE));
+    return CLI_CONTINUE;
+}
 
-    static struct tree_plan plan;
-    memset(&plan, 0, sizeof plan);
-    plan.o = &o;
-    plan.random_layout = o.layout == LAYOUT_RANDOM;
-    plan.rootfd = rootfd;
-    uint64_t st = o.c.seed;
-    uint64_t order_key = splitmix64(&st);
-    plan.file_key = splitmix64(&st);
-    uint64_t data_seed = splitmix64(&st);
-    uint64_t layout_seed = splitmix64(&st);
-    int oom = filedata_init(&plan.data, &o.size, o.content, data_seed) != 0;
-    if (!oom && plan.random_layout) {
-        oom = rlayout_build(&plan.lay, o.files, (unsigned)o.max_depth, o.files_per_dir_max, layout_seed) != 0;
-        if (!oom) {
-            plan.files = plan.lay.files;
-            plan.dirs = plan.lay.ndirs;
-            perm_init(&plan.leaf_perm, plan.lay.ndirs, order_key);
-            oom = plan_items_random(&plan, (unsigned)o.c.threads, o.order == ORDER_RANDOM) != 0;
-        }
-    } else if (!oom) {
-        plan.files = o.shape.files;
-        plan.dirs = o.shape.dirs;
-        perm_init(&plan.leaf_perm, o.shape.leaves, order_key);
-        plan_items_fixed(&plan, (unsigned)o.c.threads);
-    }
-    atomic_init(&plan.next_item, 0);
-    atomic_init(&plan.use_mknod, o.create_call == CREATE_MKNOD ||
-                                     (o.create_call == CREATE_AUTO && filedata_size_max(&o.size) == 0 &&
-                                      o.fsync == FSYNC_NONE));
-
+/* Run: the create phase (unless out of memory); closes DIR. */
+static void run_phase(struct tree_plan *p, struct phase_result *res, int *oom)
+{
+    const struct tree_opts *o = p->o;
     struct phase_opts po = {
         .name = "create",
         .unit = "files",
-        .threads = (unsigned)o.c.threads,
-        .interval_s = o.c.interval_s,
-        .progress = o.c.progress,
-        .expected_ops = plan.files,
-        .with_bytes = filedata_size_max(&o.size) > 0,
+        .threads = (unsigned)o->c.threads,
+        .interval_s = o->c.interval_s,
+        .progress = o->c.progress,
+        .expected_ops = p->files,
+        .with_bytes = filedata_size_max(&o->size) > 0,
     };
-    struct phase_result res;
-    if (!oom && phase_run(&res, &po, tree_worker, &plan) != 0 && !res.lat)
-        oom = 1;
-    close(rootfd);
+    if (!*oom && phase_run(res, &po, tree_worker, p) != 0 && !res->lat)
+        *oom = 1;
+    close(p->rootfd);
+}
 
+/* Report: the document, then free everything. Returns the exit code. */
+static int write_report(struct tree_plan *p, struct phase_result *res, int oom)
+{
     struct report rep = {
         .workload = "tree",
         .write_params = write_params,
-        .params_arg = &plan,
-        .phases = &res,
+        .params_arg = p,
+        .phases = res,
         .nphases = oom ? 0 : 1,
         .out_of_memory = oom,
     };
-    int code = report_finish(&rep, o.c.out);
-    phase_results_free(&res, rep.nphases);
-    filedata_free(&plan.data);
-    rlayout_free(&plan.lay);
-    free(plan.item_start);
+    int code = report_finish(&rep, p->o->c.out);
+    phase_results_free(res, rep.nphases);
+    filedata_free(&p->data);
+    rlayout_free(&p->lay);
+    free(p->item_start);
     return code;
+}
+
+int tree_main(int argc, char **argv)
+{
+    int oom = 0;
+    int code = parse_args(argc, argv);
+    if (code == CLI_CONTINUE)
+        code = make_plan(&plan, &opts, &oom);
+    if (code != CLI_CONTINUE)
+        return code;
+    struct phase_result res;
+    run_phase(&plan, &res, &oom);
+    return write_report(&plan, &res, oom);
 }

@@ -35,12 +35,15 @@ void test_shape_parse_bad(void);
 void test_shape_dirs_limit(void);
 void test_shape_names(void);
 void test_cli_parse(void);
+void test_cli_defaults_and_help(void);
+void test_cli_wrap(void);
 void test_perm(void);
 /* test_json.c */
 void test_json_escape(void);
 void test_json_structure(void);
 /* test_integration.c */
 void test_int_version(void);
+void test_int_help(void);
 void test_int_counts_and_names(void);
 void test_int_random_same_set(void);
 void test_int_nonempty_exit2(void);

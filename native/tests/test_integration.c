@@ -230,6 +230,35 @@ void test_int_version(void)
     run_free(&r);
 }
 
+/* --help from the option tables: exit 0, stdout only; every workload
+ * listed at the top and each one's options in its own help. */
+void test_int_help(void)
+{
+    struct run r = run_worker("--help", NULL);
+    CHECK(r.status == 0 && r.err[0] == '\0');
+    CHECKF(strncmp(r.out, "usage: boatload-worker ", 23) == 0, "'%s'", r.out);
+    static const char *const workloads[] = {"tree", "meta", "seqio", "randio"};
+    for (size_t i = 0; i < 4; i++) {
+        char line[32];
+        snprintf(line, sizeof line, "\n  %-8s", workloads[i]);
+        CHECKF(strstr(r.out, line), "%s not listed: '%s'", workloads[i], r.out);
+    }
+    run_free(&r);
+    static const char *const expect[][3] = {
+        {"tree", "--shape AxBx...xF", "--create-call auto|open|mknod  default auto"},
+        {"meta", "--phases LIST", "--dirs K"},
+        {"seqio", "--fsync-end off|on", "--runs R"},
+        {"randio", "--read-pct P", "--duration SECONDS"},
+    };
+    for (size_t i = 0; i < 4; i++) {
+        r = run_worker(expect[i][0], "--dir", "/nonexistent", "--help", NULL);
+        CHECKF(r.status == 0 && r.err[0] == '\0', "%s: status %d '%s'", expect[i][0], r.status, r.err);
+        CHECKF(strstr(r.out, expect[i][1]) && strstr(r.out, expect[i][2]) && strstr(r.out, "  --dir DIR "),
+               "%s: '%s'", expect[i][0], r.out);
+        run_free(&r);
+    }
+}
+
 void test_int_counts_and_names(void)
 {
     char *d = make_tmpdir();
@@ -639,6 +668,14 @@ void test_int_new_workloads_bad_args_exit2(void)
          "--threads"},
         {{"randio", "--dir", d, "--files", "0", "--file-size", "1M", "--prepare", NULL}, "--files"},
         {{"randio", "--dir", d, "--files", "1", "--prepare", NULL}, "--file-size"},
+        /* found by fuzzing: hexadecimal numbers were read (0x10 = 16 s) */
+        {{"randio", "--dir", d, "--files", "1", "--file-size", "1M", "--xfer", "4K", "--read-pct", "70",
+          "--duration", "0x10", NULL},
+         "--duration: expected a number 0.01..1e+07, got '0x10'"},
+        /* found by fuzzing: an option was taken as the value before it */
+        {{"meta", "--dir", d, "--files", "10", "--dirs", "1", "--out", "--progress", NULL}, "--out: missing value"},
+        {{"seqio", "--dir", "--file", "x", "--size", "1M", "--block", "1M", "--mode", "write", NULL},
+         "--dir: missing value"},
     };
     check_bad_args(d, cases, sizeof cases / sizeof cases[0]);
     rm_rf(d);

@@ -157,6 +157,14 @@ void test_cli_parse(void)
         {1, {"--flag"}, "--s: required argument missing"},
         {2, {"--s", ""}, "--s: expected a non-empty value"},
         {4, {"--s", "a", "--shape", "3x"}, "--shape: expected positive integers"},
+        /* decimal only: strtod alone read "0x2" as 2 and "0x1p1" as 2 */
+        {4, {"--s", "a", "--d", "0x2"}, "--d: expected a number 0.5..10, got '0x2'"},
+        {4, {"--s", "a", "--d", "0x1p1"}, "--d: expected a number"},
+        {4, {"--s", "a", "--d", "2.5f"}, "--d: expected a number"},
+        /* an option where a value belongs is not the value */
+        {3, {"--s", "--flag", "x"}, "--s: missing value (got the option '--flag'"},
+        {4, {"--s", "a", "--n", "--flag"}, "--n: missing value"},
+        {3, {"--s", "a", "--color", "--"}, "--color: missing value"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
@@ -164,6 +172,73 @@ void test_cli_parse(void)
         CHECKF(rc != 0 && strstr(err, bad[i].expect) != NULL && !strchr(err, '\n'),
                "case %zu: rc=%d err='%s' expected '%s'", i, rc, err, bad[i].expect);
     }
+}
+
+/* Defaults come from the table, through the option's own parser; --help
+ * anywhere asks for the help; the "=" form takes any value. */
+void test_cli_defaults_and_help(void)
+{
+    static const char *const colors[] = {"red", "green", NULL};
+    uint64_t n = 0, sz = 0;
+    double d = 0;
+    int flag = 7, color = 0;
+    const char *s = NULL;
+    struct shape sh;
+    struct opt_spec specs[] = {
+        {.name = "--n", .type = OPT_U64, .dst = &n, .min = 1, .max = 256, .def = "3"},
+        {.name = "--sz", .type = OPT_SIZE, .dst = &sz, .min = 1, .max = 1ull << 30, .def = "4K"},
+        {.name = "--d", .type = OPT_DOUBLE, .dst = &d, .dmin = 0.5, .dmax = 10, .def = "1.5"},
+        {.name = "--flag", .type = OPT_FLAG, .dst = &flag},
+        {.name = "--color", .type = OPT_ENUM, .dst = &color, .choices = colors, .def = "green"},
+        {.name = "--s", .type = OPT_STR, .dst = &s, .def_text = "default none"},
+        {.name = "--shape", .type = OPT_CUSTOM, .dst = &sh, .parse = parse_shape, .def = "2x5"},
+        {0},
+    };
+    char err[CLI_ERR_MAX];
+    CHECK(cli_parse(0, NULL, specs, err, sizeof err) == 0);
+    CHECK(n == 3 && sz == 4096 && d == 1.5 && flag == 0 && color == 1 && s == NULL && sh.files == 10);
+    CHECK(!cli_given(specs, "--n") && !cli_given(specs, "--nosuch"));
+    char *given[] = {"--n", "9", "--shape=7", "--s=--flag"};
+    CHECK(cli_parse(4, given, specs, err, sizeof err) == 0);
+    CHECK(n == 9 && sh.files == 7 && sz == 4096 && s && strcmp(s, "--flag") == 0);
+    CHECK(cli_given(specs, "--n") && cli_given(specs, "--s") && !cli_given(specs, "--sz"));
+    /* --help wins over anything else, even a bad argument before it */
+    char *help[] = {"--n", "x", "--help"};
+    CHECK(cli_parse(3, help, specs, err, sizeof err) == CLI_HELP);
+    /* a default its own parser refuses is a bug, reported as such */
+    struct opt_spec bad[] = {
+        {.name = "--n", .type = OPT_U64, .dst = &n, .min = 1, .max = 2, .def = "3"},
+        {0},
+    };
+    CHECK(cli_parse(0, NULL, bad, err, sizeof err) != 0 && strstr(err, "--n: internal error (bad default '3')"));
+
+    /* the help: every option, its value, kind and range, default, help text */
+    specs[0].help = "How many.";
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    struct cli_command cmd = {.name = "demo", .summary = "a demo", .synopsis = "--s S [OPTION]..."};
+    cli_help(f, &cmd, specs);
+    fclose(f);
+    CHECKF(strstr(text, "usage: boatload-worker demo --s S [OPTION]...\na demo\n") == text, "'%s'", text);
+    CHECKF(strstr(text, "\n  --n N                       integer 1..256, default 3\n      How many.\n"), "'%s'", text);
+    CHECKF(strstr(text, "\n  --sz BYTES                  size 1..1G, default 4K\n"), "'%s'", text);
+    CHECKF(strstr(text, "\n  --d X                       number 0.5..10, default 1.5\n"), "'%s'", text);
+    CHECKF(strstr(text, "\n  --flag                      flag\n"), "'%s'", text);
+    CHECKF(strstr(text, "\n  --color red|green           default green\n"), "'%s'", text);
+    CHECKF(strstr(text, "\n  --s VALUE                   default none\n"), "'%s'", text);
+    free(text);
+}
+
+void test_cli_wrap(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cli_print_wrapped(f, "aaa bbb ccc ddd\n\n  eee fff ggg\nhhhhhhhhhhhh", 2, 12);
+    fclose(f);
+    CHECKF(strcmp(text, "  aaa bbb\n  ccc ddd\n\n    eee fff\n    ggg\n  hhhhhhhhhhhh\n") == 0, "'%s'", text);
+    free(text);
 }
 
 void test_perm(void)
