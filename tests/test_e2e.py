@@ -15,7 +15,9 @@ from boatload.studies import names, registry, study
 
 NAMES = names()
 FIGURES = {name: s.figures for name, s in registry().items()}
+from audit_checks import check_audit
 from conftest import ours_left
+from pdf_layout import outside
 from notebook_checks import pdf_text, spec_records
 
 pytestmark = pytest.mark.e2e
@@ -102,6 +104,12 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
     assert "Measurement conditions" in text and "still disturbed" in text and "Cold or warm" in text
     assert all(c["cache"]["ours"] and c["cache"]["original"] for c in conditions.values())
     assert text.count("Original:") == len(NAMES)
+    # The paper a reviewer reads: its sections, references, the audit of this
+    # very run, and no word past the margin on any page.
+    check_audit(workdir / "results")
+    for head in ("Introduction", "Threats to validity", "Conclusion", "References", "Benchmarking-crimes audit"):
+        assert head in text, head
+    assert outside(pdf) == []
 
     start = time.monotonic()
     second = snakemake(workdir, "--configfile", "config/ci.yaml")

@@ -2,8 +2,9 @@
 
 The Typst sources read every number from the results directory (the study
 summaries and tables the notebooks write, the figures, ``provenance.json``),
-so the build needs no templating: it tells Typst which studies have results
-and where the results are, and fixes the creation time so that identical
+so the build needs no templating: it writes the benchmarking-crimes audit
+(``tables/audit.json``, :mod:`boatload.audit`), tells Typst which studies have
+results and where the results are, and fixes the creation time so that identical
 inputs give a byte-identical PDF.
 
     python -m boatload.paper --out results/paper/paper.pdf
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import typst
 
+from boatload.audit import write_audit
 from boatload.paths import repo_root
 from boatload.results import write_atomic_with
 from boatload.studies import registry
@@ -92,6 +94,8 @@ def build_paper(root: Path, out: Path, results: Path) -> Path:
         raise FileNotFoundError(f"{results / 'provenance.json'} is missing; run the pipeline first")
     studies = studies_with_results(root, results)
     when = paper_timestamp(results, studies)
+    # the benchmarking-crimes audit and the threats' numbers, from these results
+    write_audit(results)
 
     if _inside(results, root):
         pdf = _compile(root, "/" + results.relative_to(root).as_posix(), studies, when)

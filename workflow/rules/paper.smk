@@ -4,6 +4,8 @@
 rule paper:
     input:
         sources=sorted(glob("paper/*.typ")),
+        # the bibliography (boatload paper also writes results/tables/audit.json, boatload.audit)
+        bibliography="paper/references.yml",
         provenance="results/provenance.json",
         tables=expand("results/tables/{study}.csv", study=ANALYSED),
         summaries=expand("results/tables/{study}-summary.json", study=ANALYSED),
