@@ -36,6 +36,7 @@ $table
 EOF
 if [ "$purpose" = test ]; then
     want pdftotext poppler-utils      # the paper tests read the PDF's text
+    want chromium chromium            # the blog pages rendered headless at 1280 and 420 px
     want nix-instantiate nix-bin      # the flake parse check
     want debootstrap debootstrap      # the fresh-machine test
     want git git                      # the tests clone the repository

@@ -7,6 +7,7 @@ import csv
 import html
 import json
 import re
+import urllib.parse
 from pathlib import Path
 
 import pytest
@@ -80,22 +81,48 @@ def test_verdicts_and_question(results, pages):
 
 
 def test_measured_table_values(results, pages):
+    """The measured table as a reader reads it: readable headers with units,
+    three significant figures, each interval in one column, what is the same
+    in every row said once; the whole CSV, byte for byte, in a data: link."""
     for study, page in pages.items():
         text = page.read_text()
-        with (results / "tables" / f"{study}.csv").open(newline="") as fh:
-            rows = list(csv.reader(fh))
+        raw = (results / "tables" / f"{study}.csv").read_text()
+        rows = list(csv.reader(raw.splitlines()))
         header, body = rows[0], rows[1:]
         assert body
+        summary = json.loads((results / "tables" / f"{study}-summary.json").read_text())
+        shown = blog.readable_table(header, body, summary.get("level"))
         table = text[text.index('<table class="measured">'):]
         table = table[: table.index("</table>")]
         assert table.count("<tr>") == len(body) + 1
-        for name in header:
-            assert f"<th>{html.escape(name)}</th>" in table
-        # Row by row, every cell as shown.
-        shown = re.findall(r"<tr>(.*?)</tr>", table)[1:]
-        for row, line in zip(body, shown):
-            cells = [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", line)]
-            assert cells == [blog.fmt_value(c)[0] for c in row]
+        heads = [html.unescape(re.sub(r"<[^>]+>", " ", h)).split() for h in re.findall(r"<th[^>]*>(.*?)</th>", table)]
+        assert heads == [f"{label} {unit}".split() for label, unit, _ in shown["columns"]]
+        assert not any("_" in h for h in heads)  # no raw column names
+        lines = re.findall(r"<tr>(.*?)</tr>", table)[1:]
+        for want, line in zip(shown["rows"], lines):
+            assert [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", line)] == want
+        # every float of the CSV appears with three significant figures, nowhere with more
+        for row in body:
+            for name, cell in zip(header, row):
+                if re.fullmatch(r"-?\d+\.\d+", cell) and name in blog.COLUMNS and not name.endswith(("_low", "_high")):
+                    assert blog.fmt_number(float(cell), digits=3) in "".join(sum(shown["rows"], [])) or any(
+                        blog.fmt_number(float(cell), digits=3) == v for _, _, v in shown["constant"]), (name, cell)
+        link = re.search(r'<a download="([^"]+)" href="data:text/csv;charset=utf-8,([^"]+)">', text)
+        assert link and link.group(1) == f"{study}.csv"
+        assert urllib.parse.unquote(link.group(2)) == raw
+
+
+def test_readable_columns():
+    header = ["target", "method", "method_label", "reps", "files_per_s", "ci_low", "ci_high", "space_kb"]
+    body = [["ext4", "python", "python script", "3", "64912.3456", "60000.1", "70000.9", "21"],
+            ["tmpfs", "tar", "shell: untar", "3", "158012.7", "150000", "160000", "0"]]
+    shown = blog.readable_table(header, body, 0.95)
+    assert [c[:2] for c in shown["columns"]] == [("target", ""), ("method", ""), ("rate", "files/s"),
+                                                ("95% CI", ""), ("space used", "KB")]
+    assert shown["constant"] == [("runs", "", "3")]
+    assert shown["rows"][0] == ["ext4", "python script", "64,900", "60,000–70,000", "21"]
+    assert shown["rows"][1][2] == "158,000"
+    assert blog.column_label("widgets_per_s") == ("widgets", "/s")
 
 
 def test_provenance_footer(results, pages):
@@ -118,6 +145,7 @@ def test_deterministic(results, pages, tmp_path):
 
 def test_number_formatting():
     assert blog.fmt_number(1261.45675675) == "1,261"
+    assert blog.fmt_number(287817.46, digits=3) == "288,000"
     assert blog.fmt_number(1.1287334252490617) == "1.129"
     assert blog.fmt_number(0.00361, digits=2) == "0.0036"
     assert blog.fmt_number(None) == "–"

@@ -2,9 +2,12 @@
 
 Each page, ``<out>/<study>.html``, holds the study's question, its verdict
 rows (claim, original, ours with interval, verdict), the figures (the SVGs
-inline), the measured table (``results/tables/<study>.csv``) and a provenance
-footer from ``results/provenance.json``. Inline CSS, no scripts, no external
-URLs; the same inputs give the same bytes.
+inline), the measured table (``results/tables/<study>.csv``: readable headers
+with units, three significant figures, each interval in one column, the
+columns that are the same in every row said once above it; the whole CSV as a
+download in a ``data:`` link) and a provenance footer from
+``results/provenance.json``. Inline CSS, no scripts, no external URLs; the
+same inputs give the same bytes.
 
     boatload blog --results results --out results/blog [--study forest ...]
 """
@@ -16,12 +19,14 @@ import html
 import json
 import math
 import re
+import urllib.parse
 from pathlib import Path
 
 from boatload.results import write_atomic
 from boatload.studies import registry
 
-__all__ = ["build_blog", "build_page", "fmt_number", "fmt_value", "studies_with_summary"]
+__all__ = ["build_blog", "build_page", "column_label", "fmt_number", "fmt_value", "readable_table",
+           "studies_with_summary"]
 
 VERDICT_COLOURS = {
     "reproduced": "#1b7837",
@@ -34,18 +39,32 @@ body { font: 15px/1.5 Georgia, 'Libertinus Serif', serif; color: #222; max-width
 h1 { font-size: 1.7rem; margin-bottom: .2rem; }
 h2 { font-size: 1.2rem; margin-top: 2rem; border-bottom: 1px solid #ccc; }
 .question { font-size: 1.1rem; font-style: italic; }
-table { border-collapse: collapse; font: 12px/1.35 'DejaVu Sans Mono', Menlo, monospace; margin: .5rem 0; }
+table { border-collapse: collapse; font: 13px/1.35 system-ui, 'DejaVu Sans', sans-serif; margin: .5rem 0; }
 th, td { padding: 2px 6px; border-bottom: 1px solid #e4e4e4; vertical-align: top; }
-th { text-align: left; border-bottom: 1px solid #888; }
-td.num { text-align: right; white-space: nowrap; }
+th { text-align: left; border-bottom: 1px solid #888; font-weight: 600; }
+th.num { text-align: right; }
+th .unit { font-weight: normal; color: #555; white-space: nowrap; }
+table.measured th { vertical-align: bottom; }
+td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 table.verdicts { font-family: inherit; font-size: 14px; }
 .verdict { font-weight: bold; color: #555; }
-.scroll { overflow-x: auto; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.scroll.wide { max-width: none; width: min(calc(100vw - 2rem), 75rem); position: relative; left: 50%; transform: translateX(-50%); }
+.constant { font-size: 13px; color: #444; }
+.download { font-size: 14px; }
 figure { margin: 1rem 0; }
-figure svg { max-width: 100%; height: auto; }
+figure svg { display: block; max-width: 100%; height: auto; }
 figcaption { font-size: 13px; color: #555; }
 footer { margin-top: 2.5rem; border-top: 1px solid #ccc; font-size: 12px; color: #555; }
-footer code { font-size: 11px; }
+footer table { table-layout: fixed; width: 100%; }
+footer th { width: 11rem; }
+footer code { font-size: 11px; overflow-wrap: anywhere; word-break: break-all; }
+@media (max-width: 600px) {
+  body { font-size: 14px; margin: 1rem auto; }
+  table { font-size: 12px; }
+  table.verdicts { font-size: 13px; }
+  footer th { width: 6rem; }
+}
 """.strip()
 
 
@@ -60,15 +79,16 @@ def studies_with_summary(results: Path) -> list[str]:
 def fmt_number(x: float | None, digits: int = 4) -> str:
     """A float for reading: ``digits`` significant figures, whole numbers from
     1,000 up with thousands grouped; ``None``/NaN as an en dash.
-    1261.45675675 -> "1,261"; 1.1287334 -> "1.129"; 0.0036 -> "0.0036"."""
+    1261.45675675 -> "1,261"; 287817.46 -> "287,800" (digits=4), "288,000"
+    (digits=3); 1.1287334 -> "1.129"; 0.0036 -> "0.0036"."""
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "–"
     x = float(x)
     if x == 0:
         return "0"
-    if abs(x) >= 1000:
-        return f"{round(x):,}"
     e = math.floor(math.log10(abs(x)))
+    if abs(x) >= 1000:
+        return f"{int(round(x, digits - 1 - e)) if e >= digits else round(x):,}"
     decimals = max(0, digits - 1 - e)
     s = f"{x:.{decimals}f}"
     if "." in s:
@@ -146,30 +166,149 @@ def _verdicts(summary: dict) -> str:
     head = f"<tr><th>claim</th><th>original</th><th>ours ({_esc(ci)})</th><th>verdict</th></tr>"
     rule = summary.get("verdict_rule")
     note = f"<p>{_esc(rule)}</p>" if rule else ""
-    return f'<table class="verdicts"><thead>{head}</thead><tbody>{"".join(rows)}</tbody></table>{note}'
+    return (f'<div class="scroll"><table class="verdicts"><thead>{head}</thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>{note}')
 
 
-def _measured(table: Path) -> str:
+# The tidy tables' columns as a reader reads them: (header, unit). A column not
+# named here gets its name with spaces and a unit guessed from its suffix.
+COLUMNS: dict[str, tuple[str, str]] = {
+    "target": ("target", ""), "filesystem": ("file system", ""), "method_label": ("method", ""),
+    "reps": ("runs", ""), "runs": ("runs per stage", ""), "files_per_s": ("rate", "files/s"),
+    "relative_to_fastest": ("÷ fastest", ""), "extrapolated": ("extrapolated", ""),
+    "space_kb": ("space used", "KB"), "inodes_used": ("inodes used", ""),
+    "op_label": ("operation", ""), "stage": ("stage", ""), "extra_files": ("extra files", ""),
+    "files_on_disk": ("small files on disk", ""), "mb_per_s": ("throughput", "MB/s"),
+    "ratio": ("÷ baseline", ""), "memory_limit_mb": ("memory limit", "MiB"),
+    "file_bytes": ("big file", "bytes"), "block": ("block", "bytes"), "loop_direct_io": ("loop direct I/O", ""),
+    "log": ("log", ""), "flushes": ("flushes", ""), "step": ("step", ""), "phase": ("phase", ""),
+    "files": ("files", ""), "file_size": ("file size", "bytes"), "ops_per_s": ("rate", "operations/s"),
+    "baseline_target": ("baseline", ""), "vs_baseline": ("÷ baseline", ""),
+    "p50_us": ("median latency", "µs"), "p99_us": ("p99 latency", "µs"),
+    "mode": ("mode", ""), "tool_label": ("tool", ""), "sample_kind": ("samples from", ""),
+    "n_samples": ("samples", ""), "iops": ("IOPS", "I/O per s"), "read_pct_measured": ("reads, measured", "%"),
+    "lat_mean_us": ("mean latency", "µs"), "lat_p99_us": ("p99 latency", "µs"), "seconds": ("duration", "s"),
+    "threads": ("threads", ""), "xfer": ("transfer size", "bytes"), "read_pct": ("reads", "%"),
+    "file_size_mb": ("file size", "MB"), "working_set": ("working set", "× memory limit"),
+    "working_set_label": ("working set", ""), "test": ("test", ""), "tool": ("tool", ""),
+    "tmpfs_vs_ext3": ("tmpfs ÷ ext3", ""), "cpu_pct": ("CPU", "%"), "swap_used_mb": ("swap used", "MiB"),
+    "peak_mb": ("peak memory", "MiB"),
+}
+# A code whose readable twin is in the same table is left out (the CSV keeps both).
+TWINS = {"method": "method_label", "op": "op_label", "tool": "tool_label", "working_set": "working_set_label"}
+# Columns that only order the rows (the CSV keeps them).
+ORDER_ONLY = {"step"}
+_SUFFIX_UNITS = (("_per_s", "/s"), ("_mb", "MB"), ("_kb", "KB"), ("_us", "µs"), ("_ms", "ms"), ("_pct", "%"),
+                 ("_bytes", "bytes"), ("_s", "s"))
+# An interval's two columns, and the column whose point estimate they bound.
+_INTERVALS = {("ci_low", "ci_high"), ("rel_low", "rel_high"), ("ratio_low", "ratio_high"), ("vs_low", "vs_high")}
+
+
+def column_label(name: str) -> tuple[str, str]:
+    """A tidy column's header and unit: ``files_per_s`` -> ``("rate", "files/s")``."""
+    if name in COLUMNS:
+        return COLUMNS[name]
+    for suffix, unit in _SUFFIX_UNITS:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)].replace("_", " "), unit
+    return name.replace("_", " "), ""
+
+
+def _cell(cell: str) -> tuple[str, bool]:
+    """A CSV cell as the readable table shows it: three significant figures."""
+    if cell in ("true", "True"):
+        return "yes", False
+    if cell in ("false", "False"):
+        return "no", False
+    if cell is None or cell == "":
+        return "–", False
+    if _INT.match(cell):
+        n = int(cell)
+        return (f"{n:,}" if abs(n) >= 10_000 else str(n)), True
+    if _FLOAT.match(cell):
+        return fmt_number(float(cell), digits=3), True
+    return cell.replace("_", " "), False
+
+
+def readable_table(header: list[str], body: list[list[str]], level: float | None = None) -> dict:
+    """The measured table as a reader reads it: ``{"columns": [(label, unit, numeric)], "rows": [[text]],
+    "constant": [(label, unit, text)]}``. A code with a readable twin is left out; an interval's low and
+    high become one column; a column with one value in every row (of two or more rows) moves to
+    ``constant``; numbers get three significant figures."""
+    ci = f"{round(level * 100)}% CI" if level is not None else "CI"
+    index = {h: i for i, h in enumerate(header)}
+    plan = []  # (label, unit, [column indexes])
+    skip = set()
+    for i, h in enumerate(header):
+        if i in skip or h in ORDER_ONLY or (h in TWINS and TWINS[h] in index):
+            continue
+        nxt = header[i + 1] if i + 1 < len(header) else None
+        if (h, nxt) in _INTERVALS:
+            plan.append((ci, "", [i, i + 1]))
+            skip.add(i + 1)
+            continue
+        label, unit = column_label(h)
+        plan.append((label, unit, [i]))
+
+    def text(row, cols):
+        cells = [_cell(row[c] if c < len(row) else "") for c in cols]
+        if len(cols) == 2:
+            if cells[0][0] == "–" and cells[1][0] == "–":
+                return "–", False
+            return f"{cells[0][0]}–{cells[1][0]}", True
+        return cells[0]
+
+    columns, constant, keep = [], [], []
+    for label, unit, cols in plan:
+        values = [text(row, cols) for row in body]
+        if len(body) >= 2 and len({v for v, _ in values}) == 1 and len(cols) == 1:
+            constant.append((label, unit, values[0][0]))
+            continue
+        numeric = any(n for _, n in values)
+        columns.append((label, unit, numeric))
+        keep.append(values)
+    rows = [[keep[c][r][0] for c in range(len(keep))] for r in range(len(body))]
+    return {"columns": columns, "rows": rows, "constant": constant}
+
+
+def _csv_link(table: Path, text: str, rows: int, columns: int) -> str:
+    uri = "data:text/csv;charset=utf-8," + urllib.parse.quote(text, safe="")
+    return (f'<p class="download"><a download="{_esc(table.name)}" href="{uri}">Download the whole table '
+            f"({_esc(table.name)}: {rows} rows, {columns} columns, every digit)</a></p>")
+
+
+def _measured(table: Path, level: float | None = None) -> str:
     if not table.is_file():
         return f"<p>No measured table ({_esc(table.name)} is missing).</p>"
-    with table.open(newline="", encoding="utf-8") as fh:
-        rows = list(csv.reader(fh))
+    raw = table.read_text(encoding="utf-8")
+    rows = list(csv.reader(raw.splitlines()))
     if not rows:
         return "<p>The measured table is empty.</p>"
     header, body = rows[0], rows[1:]
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
+    shown = readable_table(header, body, level)
+    head = "".join(
+        ('<th class="num">' if numeric else "<th>") + _esc(label)
+        + (f'<br><span class="unit">{_esc(unit)}</span>' if unit else "") + "</th>"
+        for label, unit, numeric in shown["columns"]
+    )
     lines = []
-    for row in body:
+    for row in shown["rows"]:
         cells = []
-        for cell in row:
-            text, numeric = fmt_value(cell)
+        for (_, _, numeric), value in zip(shown["columns"], row):
             cls = ' class="num"' if numeric else ""
-            cells.append(f"<td{cls}>{_esc(text)}</td>")
+            cells.append(f"<td{cls}>{_esc(value)}</td>")
         lines.append(f"<tr>{''.join(cells)}</tr>")
+    constant = ""
+    if shown["constant"]:
+        items = "; ".join(f"{_esc(label)} {_esc(value)}{' ' + _esc(unit) if unit else ''}"
+                          for label, unit, value in shown["constant"])
+        constant = f'<p class="constant">The same in every row: {items}.</p>'
     return (
-        f'<div class="scroll"><table class="measured"><thead><tr>{head}</tr></thead>'
+        f"{constant}"
+        f'<div class="scroll wide"><table class="measured"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(lines)}</tbody></table></div>"
-        f"<p>{len(body)} rows; medians over repetitions with bootstrap intervals (ci_low–ci_high).</p>"
+        f"<p>{len(body)} rows; medians over repetitions with bootstrap intervals, three significant figures.</p>"
+        f"{_csv_link(table, raw, len(body), len(header))}"
     )
 
 
@@ -222,7 +361,7 @@ def build_page(results: Path, study: str) -> str:
         f"{overall_html}\n"
         f"<h2>Verdicts</h2>\n{_verdicts(summary)}\n"
         f"<h2>Figures</h2>\n{_figures(results, study)}\n"
-        f"<h2>Measured values</h2>\n{_measured(results / 'tables' / f'{study}.csv')}\n"
+        f"<h2>Measured values</h2>\n{_measured(results / 'tables' / f'{study}.csv', summary.get('level'))}\n"
         f"{_footer(provenance, summary)}\n"
         "</body>\n</html>\n"
     )

@@ -1,0 +1,136 @@
+"""The blog pages as a reader sees them: each page rendered by headless
+Chromium (Debian's `chromium`) at 1280 and at 420 px width. Nothing may run
+off the right edge (the document is no wider than the window; at 1280 px no
+table needs its own scroll bar either), every figure has a visible size, and
+a screenshot of each page at each width is kept under results/screenshots/.
+
+Headless Chromium opens no window narrower than 500 px, so each page is
+shown in an iframe exactly `width` px wide on a host page (in a window at
+least 500 px wide). The pages carry no script, so the measuring runs in a
+copy of each page with one probe script added at its end; it posts what it
+measured to the host page, which writes it into its DOM for `chromium
+--dump-dom` to print. A screenshot shows the host page: the page in its
+iframe, `width` px wide, at its left edge."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from boatload import blog
+from notebook_checks import load_fixtures
+
+REPO = Path(__file__).resolve().parents[1]
+SCREENSHOTS = REPO / "results" / "screenshots"
+WIDTHS = (1280, 420)
+HEIGHT = 900
+MIN_WINDOW = 500  # headless Chromium's narrowest window
+
+PROBE = """
+<script>
+(function () {
+  const box = e => { const b = e.getBoundingClientRect(); return [b.width, b.height]; };
+  const doc = document.documentElement;
+  const out = {
+    scrollWidth: doc.scrollWidth, clientWidth: doc.clientWidth, innerWidth: window.innerWidth,
+    figures: Array.from(document.querySelectorAll('figure svg')).map(box),
+    tables: Array.from(document.querySelectorAll('table')).map(t => ({
+      cls: t.className, width: t.getBoundingClientRect().width,
+      box: t.parentElement.getBoundingClientRect().width,
+      scroller: t.parentElement.classList.contains('scroll') })),
+    wide: Array.from(document.body.querySelectorAll('*'))
+      .filter(e => !e.closest('.scroll') && e.getBoundingClientRect().right > doc.clientWidth + 1)
+      .map(e => e.tagName + '.' + e.className).slice(0, 10),
+  };
+  parent.postMessage(JSON.stringify(out), '*');
+})();
+</script>
+"""
+
+HOST = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"></head><body style="margin: 0; background: #ddd">
+<iframe src="{src}" style="border: 0; display: block; background: white; width: {width}px; height: {height}px"></iframe>
+<pre id="probe"></pre>
+<script>window.addEventListener('message', e => {{ document.getElementById('probe').textContent = e.data; }});</script>
+</body></html>
+"""
+
+
+def host_page(page: Path, width: int, tmp: Path, name: str) -> Path:
+    host = tmp / f"{name}-{width}.host.html"
+    host.write_text(HOST.format(src=page.as_uri(), width=width, height=HEIGHT))
+    return host
+
+
+def window(width: int) -> str:
+    return f"--window-size={max(width, MIN_WINDOW)},{HEIGHT}"
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.skip("chromium not installed (Debian: chromium; make test's bootstrap installs it)")
+
+
+def headless(*args: str, timeout: int = 60) -> subprocess.CompletedProcess:
+    cmd = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+           "--hide-scrollbars", "--no-first-run", "--disable-extensions", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory) -> dict[str, Path]:
+    results = load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("chromium"), REPO)["results"]
+    out = tmp_path_factory.mktemp("pages")
+    return {p.stem: p for p in blog.build_blog(results, out)}
+
+
+def measure(page: Path, width: int, tmp: Path) -> dict:
+    probe = tmp / f"{page.stem}-{width}.probe.html"
+    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+    host = host_page(probe, width, tmp, page.stem)
+    done = headless(window(width), "--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom",
+                    host.as_uri())
+    found = re.search(r'<pre id="probe">(.+?)</pre>', done.stdout, re.DOTALL)
+    assert found, f"no probe in chromium's DOM (exit {done.returncode}): {done.stderr[-2000:]}"
+    import html
+
+    return json.loads(html.unescape(found.group(1)))
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_pages_fit_the_window_and_show_every_figure(pages, width, tmp_path):
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for study, page in pages.items():
+        m = measure(page, width, tmp_path)
+        # the window really was this wide (a browser with a minimum window width would make this test moot)
+        assert m["innerWidth"] == width, m
+        assert m["scrollWidth"] <= m["clientWidth"], (study, width, m["wide"])
+        assert m["wide"] == [], (study, width)
+        svgs = page.read_text().count("<svg")
+        assert len(m["figures"]) == svgs > 0, study
+        for w, h in m["figures"]:
+            assert w >= 100 and h >= 50, (study, width, m["figures"])
+            assert w <= m["clientWidth"], (study, width, w)
+        if width >= 1280:
+            for t in m["tables"]:
+                assert t["width"] <= t["box"] + 1, (study, t)  # no table needs to scroll
+        shot = SCREENSHOTS / f"{study}-{width}.png"
+        shot.unlink(missing_ok=True)
+        done = headless(window(width), "--allow-file-access-from-files", f"--screenshot={shot}",
+                        host_page(page, width, tmp_path, f"{study}-shot").as_uri())
+        assert shot.is_file(), done.stderr[-2000:]
+        assert png_size(shot) == (max(width, MIN_WINDOW), HEIGHT)
