@@ -115,3 +115,42 @@ def test_summary(forest_run, fixture_runs):
 
 def test_committed_notebook_is_clean():
     clean_notebook_parameters(NOTEBOOK)
+
+
+def test_every_target_and_file_system_has_its_own_colour(forest_run):
+    """The colour scale gives each target and each published file system a
+    colour of its own (btrfs and btrfs-single-64k once shared one)."""
+    spec = json.loads((forest_run["results"] / "figures" / "forest-rates.vl.json").read_text())
+    scales = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            enc = node.get("encoding")
+            if isinstance(enc, dict) and isinstance(enc.get("color"), dict) and "scale" in enc["color"]:
+                scales.append((enc["color"]["field"], enc["color"]["scale"]))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+    assert scales
+    rows = [r for r in spec_records(spec) if r.get("source")]
+    for field, scale in scales:
+        assert field == "fs_variant"
+        assert len(set(scale["range"])) == len(scale["domain"]), scale
+        plotted = {r[field] for r in rows}
+        assert plotted <= set(scale["domain"])
+        # both btrfs file systems of the original are in the figure, in two colours
+        btrfs = [scale["range"][i] for i, d in enumerate(scale["domain"]) if d.startswith("btrfs")]
+        assert len(btrfs) == len(set(btrfs)) >= 2
+
+
+def test_fs_colours_tell_variants_apart():
+    from boatload.plotting import FS_COLORS, fs_colors
+
+    names = ["tmpfs", "ext4", "btrfs", "btrfs-single-64k", "xfs", "xfs-log-external", "ext4-journal-external", "dir"]
+    colours = fs_colors(names)
+    assert len(set(colours)) == len(names)
+    assert colours[:3] == [FS_COLORS["tmpfs"], FS_COLORS["ext4"], FS_COLORS["btrfs"]]  # the family's own hue first

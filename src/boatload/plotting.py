@@ -5,7 +5,8 @@ Importing this module registers and enables the ``boatload`` altair theme
 study live here too:
 
 * colour = file system (:data:`FS_COLORS`, :func:`fs_color`), the same hue for
-  ext4 in the forest study as in the journal study;
+  ext4 in the forest study as in the journal study, and a shade of it for a
+  second target of the same family in one figure (btrfs-single-64k beside btrfs);
 * shape = where a number comes from, ``measured`` here (circle) or
   ``published`` by the original author (diamond) (:func:`source_shape`);
 * open symbols = a rate that was extrapolated from a time-capped run (ours)
@@ -32,6 +33,7 @@ __all__ = [
     "SOURCE_SHAPES",
     "THEME",
     "fs_color",
+    "fs_colors",
     "fs_family",
     "open_if",
     "save_chart",
@@ -123,6 +125,44 @@ def fs_family(name: str) -> str:
     return head
 
 
+def _mix(colour: str, other: str, share: float) -> str:
+    """``colour`` with ``share`` of ``other`` mixed in (both ``#RRGGBB``)."""
+    a = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    b = [int(other[i:i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(x + (y - x) * share):02X}" for x, y in zip(a, b))
+
+
+#: the shades that tell apart the second, third... member of one family in a
+#: figure (btrfs beside btrfs-single-64k): darker, then lighter, then more so;
+#: a dark hue (xfs's black) only gets lighter
+_SHADES = (("#000000", 0.45), ("#FFFFFF", 0.5), ("#000000", 0.7), ("#FFFFFF", 0.75))
+_DARK_SHADES = (("#FFFFFF", 0.4), ("#FFFFFF", 0.65), ("#FFFFFF", 0.25), ("#FFFFFF", 0.8))
+
+
+def fs_colors(names: Iterable[str]) -> list[str]:
+    """One colour per name, every one different: the first name of a file-system
+    family gets the family's hue (:data:`FS_COLORS`), the next names of the same
+    family shades of it, a name of no known family a spare colour."""
+    spare = iter(_FALLBACK)
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        fam = fs_family(name)
+        base = FS_COLORS.get(fam)
+        if base is None:
+            out.append(next(spare, "#000000"))
+            continue
+        k = seen.get(fam, 0)
+        seen[fam] = k + 1
+        if k == 0:
+            out.append(base)
+        else:
+            dark = sum(int(base[i:i + 2], 16) for i in (1, 3, 5)) < 120
+            other, share = (_DARK_SHADES if dark else _SHADES)[(k - 1) % len(_SHADES)]
+            out.append(_mix(base, other, share))
+    return out
+
+
 def fs_color(
     field: str = "filesystem",
     domain: Iterable[str] | None = None,
@@ -131,10 +171,10 @@ def fs_color(
     channel: type = alt.Color,
 ):
     """Colour (or ``channel=alt.Fill``/``alt.Stroke``) encoding for a file-system
-    field with the project's fixed hue per file system."""
+    field with the project's fixed hue per file system; two names of one family
+    in the domain (two btrfs targets) get two shades of its hue (:func:`fs_colors`)."""
     names = list(dict.fromkeys(domain)) if domain is not None else list(FS_COLORS)
-    spare = iter(_FALLBACK)
-    colours = [FS_COLORS.get(fs_family(n)) or next(spare, "#000000") for n in names]
+    colours = fs_colors(names)
     return channel(
         f"{field}:N",
         scale=alt.Scale(domain=names, range=colours),
