@@ -40,8 +40,15 @@ figure: env
 	boatload figure $(STUDY) $(if $(filter command line,$(origin CONFIG)),--configfile $(CONFIG))
 
 ## lab: JupyterLab on the notebooks
+## (on 127.0.0.1:$(LAB_PORT) with a fresh token; it prints the URL to open)
+LAB_PORT ?= 8888
 lab: env
-	jupyter lab notebooks/
+	@token=$$(python3 -c 'import secrets; print(secrets.token_hex(16))'); \
+	echo "boatload: JupyterLab at http://127.0.0.1:$(LAB_PORT)/lab/tree/forest.ipynb?token=$$token"; \
+	echo "boatload: open it in a browser, then Run > Run All Cells (Ctrl-C here stops the server)"; \
+	exec jupyter lab --no-browser --ip=127.0.0.1 --port=$(LAB_PORT) --port-retries=0 \
+		--ServerApp.root_dir=notebooks --IdentityProvider.token=$$token \
+		$$(if [ "$$(id -u)" = 0 ]; then echo --allow-root; fi)
 
 bootstrap:
 	@sh scripts/bootstrap.sh $(BOOTSTRAP_FOR)
