@@ -1,5 +1,8 @@
 """The baseline creation methods make exactly the forest they are asked for."""
 
+import tarfile
+import zipfile
+
 import pytest
 
 from boatload import creators
@@ -42,6 +45,10 @@ def test_archives_are_built_once(tmp_path):
     first = creators.leaf_archive("tar", 10, tmp_path)
     mtime = first.stat().st_mtime_ns
     assert creators.leaf_archive("tar", 10, tmp_path).stat().st_mtime_ns == mtime
+    zipped = creators.leaf_archive("zip", 10, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["leaf-10.tar", "leaf-10.zip"]  # no temporary left
+    with tarfile.open(first) as tar, zipfile.ZipFile(zipped) as archive:
+        assert tar.getnames() == archive.namelist() == list(creators.file_names(10))
 
 
 def test_unknown_method_is_named(tmp_path):

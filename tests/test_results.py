@@ -2,7 +2,9 @@
 
 import json
 
-from boatload.results import save_result, write_atomic
+import pytest
+
+from boatload.results import save_result, write_atomic, write_atomic_with
 
 
 def test_save_keeps_every_result_in_the_archive(tmp_path):
@@ -23,3 +25,26 @@ def test_write_atomic_leaves_no_temporary_files(tmp_path):
     write_atomic(target, "y")
     assert target.read_text() == "y"
     assert [p.name for p in target.parent.iterdir()] == ["b.json"]
+
+
+def test_write_atomic_bytes_and_mode(tmp_path):
+    target = tmp_path / "paper.pdf"
+    write_atomic(target, b"%PDF-\xff")
+    assert target.read_bytes() == b"%PDF-\xff"
+    assert target.stat().st_mode & 0o777 == 0o644  # readable as a plain open() leaves it, not mkstemp's 0600
+    write_atomic(target, "÷\n")
+    assert target.read_bytes() == "÷\n".encode()
+
+
+def test_write_atomic_with_a_failing_writer_keeps_the_old_file(tmp_path):
+    target = tmp_path / "t.csv"
+    write_atomic(target, "old\n")
+
+    def half(tmp):
+        tmp.write_text("ne")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_atomic_with(target, half)
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["t.csv"]

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from boatload import interference
+from boatload.results import write_atomic_with
 
 
 @dataclass
@@ -80,22 +81,23 @@ def leaf_archive(kind: str, count: int, cache: Path) -> Path:
     The original extracted one archive of a million files a thousand times;
     we extract one leaf's archive once per leaf, which is the same at any scale.
     """
-    cache.mkdir(parents=True, exist_ok=True)
     path = cache / f"leaf-{count}.{'tar' if kind == 'tar' else 'zip'}"
     if path.exists():
         return path
-    tmp = path.with_suffix(path.suffix + f".{os.getpid()}.tmp")
-    if kind == "tar":
-        with tarfile.open(tmp, "w", format=tarfile.GNU_FORMAT) as tar:
-            for name in file_names(count):
-                info = tarfile.TarInfo(name)
-                info.mode, info.mtime = 0o644, 0
-                tar.addfile(info)
-    else:
-        with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
-            for name in file_names(count):
-                archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), b"")
-    os.replace(tmp, path)
+
+    def write(tmp: Path) -> None:
+        if kind == "tar":
+            with tarfile.open(tmp, "w", format=tarfile.GNU_FORMAT) as tar:
+                for name in file_names(count):
+                    info = tarfile.TarInfo(name)
+                    info.mode, info.mtime = 0o644, 0
+                    tar.addfile(info)
+        else:
+            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED) as archive:
+                for name in file_names(count):
+                    archive.writestr(zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)), b"")
+
+    write_atomic_with(path, write)
     return path
 
 

@@ -20,12 +20,12 @@ data inlined, so tests and readers can check the plotted points.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import altair as alt
+
+from boatload.results import write_atomic, write_atomic_with
 
 __all__ = [
     "FONT",
@@ -213,18 +213,6 @@ def open_if(test: str, filled):
     return alt.condition(test, alt.value("white"), filled)
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_chart(
     chart: alt.TopLevelMixin,
     out_dir: str | Path,
@@ -248,17 +236,12 @@ def save_chart(
 
     spec = chart.to_dict()  # the theme is applied, datasets are inlined
     path = fig_dir / f"{stem}.vl.json"
-    _atomic_write(path, (json.dumps(spec, indent=1, sort_keys=True) + "\n").encode())
+    write_atomic(path, json.dumps(spec, indent=1, sort_keys=True) + "\n")
     written["vl.json"] = path
 
     for fmt in formats:
         path = fig_dir / f"{stem}.{fmt}"
-        tmp = fig_dir / f".{stem}.tmp.{fmt}"
-        kwargs = {"scale_factor": scale_factor} if fmt == "png" else {}
-        try:
-            chart.save(str(tmp), format=fmt, **kwargs)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
+        kwargs = {"format": fmt, "scale_factor": scale_factor} if fmt == "png" else {"format": fmt}
+        write_atomic_with(path, lambda tmp, kwargs=kwargs: chart.save(str(tmp), **kwargs))
         written[fmt] = path
     return written

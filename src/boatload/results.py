@@ -17,9 +17,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 
-def write_atomic_with(path: Path, write: Callable[[Path], object]) -> None:
-    """Let `write(tmp)` write a file beside `path`, then put it in place:
-    readers see the old file or the new one, never half."""
+def write_atomic_with(path: Path, write: Callable[[Path], object], mode: int = 0o644) -> None:
+    """Let `write(tmp)` write a file beside `path`, then put it in place with
+    `mode` (a temporary file is made 0600; 0644 is what a plain open() gives
+    under the usual umask): readers see the old file or the new one, never half.
+    The one way boatload writes a file in place (results, tables, summaries,
+    figures, archives, the paper)."""
+    path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
@@ -27,15 +31,19 @@ def write_atomic_with(path: Path, write: Callable[[Path], object]) -> None:
         write(Path(tmp))
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
-        os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically (write_atomic_with)."""
-    write_atomic_with(path, lambda tmp: tmp.write_text(text))
+def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write `data` (text as UTF-8, or bytes) to `path` atomically (write_atomic_with)."""
+    if isinstance(data, bytes):
+        write_atomic_with(path, lambda tmp: tmp.write_bytes(data))
+    else:
+        write_atomic_with(path, lambda tmp: tmp.write_text(data, encoding="utf-8"))
 
 
 def archive_path(runs_dir: Path, relative: Path) -> Path:
