@@ -7,8 +7,18 @@ from pathlib import Path
 
 
 def repo_root() -> Path:
-    """The clone we work in: $BOATLOAD_ROOT, else the current directory."""
-    return Path(os.environ.get("BOATLOAD_ROOT", os.getcwd())).resolve()
+    """The clone we work in: $BOATLOAD_ROOT; else the nearest folder holding
+    ``pyproject.toml`` at or above the working directory (the clone under make
+    and Snakemake, notebooks/ under JupyterLab); else the one above this package
+    (a clone's src/boatload, run from anywhere); else the working directory."""
+    env = os.environ.get("BOATLOAD_ROOT")
+    if env:
+        return Path(env).resolve()
+    for start in (Path.cwd().resolve(), Path(__file__).resolve().parent):
+        for folder in (start, *start.parents):
+            if (folder / "pyproject.toml").is_file():
+                return folder
+    return Path.cwd().resolve()
 
 
 def worker_binary() -> Path:
