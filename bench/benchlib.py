@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from boatload.peers import bonnie as bonnie_peer
 from boatload.peers import fio as fio_peer
 from boatload.targets import provision
 from boatload.targetspec import parse_target
@@ -319,25 +320,19 @@ class Sample:
 # --------------------------------------------------------------------------
 # bonnie++
 
-# bonnie++ 2.00a CSV (checked on this machine with -n 1:3:2:7: num_files is
-# column 21, max_size 22, min_size 23, num_dirs 25 -- the man page's list says
-# 24 -- and the rates are 26 seq_create, 28 seq_stat, 30 seq_del,
-# 32 ran_create, 34 ran_stat, 36 ran_del, each followed by its %CPU; the
-# 80-column text report of 2.00a prints the file count in the rate columns,
-# so only the CSV is used). "+++++" means the phase took under 0.5 s.
-BONNIE_COLUMNS = {"seq_create": 26, "seq_stat": 28, "seq_del": 30, "ran_create": 32, "ran_stat": 34, "ran_del": 36}
-
-
-def parse_bonnie_csv(out: str, k: int, dirs: int | None = None) -> dict:
-    line = [ln for ln in out.splitlines() if ln.count(",") > 40][-1]
-    f = line.split(",")
-    dirs = k if dirs is None else dirs
-    if not f[1].startswith("2.00") or f[21] != str(k) or f[25] != str(dirs):
-        raise RunError(f"bonnie++ CSV not as expected (version {f[1]}, num_files {f[21]}, num_dirs {f[25]}): {line}")
-    res = {}
-    for name, col in BONNIE_COLUMNS.items():
-        res[name] = float(f[col]) if f[col].isdigit() else None
-    return res
+def bonnie_rates(out: str, k: int, dirs: int) -> dict[str, float | None]:
+    """The six file tests of bonnie++ -n K:...:DIRS from its CSV (read by
+    boatload.peers.bonnie, as the tmpfs study reads it): {csv name (seq_create,
+    seq_stat, seq_del, ran_create, ran_stat, ran_del): files/s}, None where it
+    printed +++++ (a test under 0.5 s). A line for other K or DIRS is a RunError."""
+    try:
+        line = bonnie_peer.parse_csv(out)[-1]
+    except bonnie_peer.BonnieError as e:
+        raise RunError(str(e)) from None
+    if (line["num_files_k"], line["num_dirs"]) != (k, dirs):
+        raise RunError(f"bonnie++ CSV for {line['num_files_k']}x1024 files in {line['num_dirs']} dirs, "
+                       f"expected {k}x1024 in {dirs}")
+    return {t["csv_name"]: t["ops_per_s"] for t in line["tests"]}
 
 
 # --------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from collections import Counter
 from pathlib import Path
 
 import benchlib as bl
+from boatload.peers import bonnie as bonnie_peer
 
 PYTHON_LOOP = r'''
 import os, sys, time
@@ -190,8 +191,8 @@ class Create:
 
     def _bonnie(self, d: Path) -> bl.Sample:
         k = self.bonnie_k
-        run = bl.run_timed(["bonnie++", "-d", d, "-s", "0", "-n", f"{k}:0:0:{k}", "-u", "root", "-q"])
-        f = bl.parse_bonnie_csv(run.out, k)
+        run = bl.run_timed(bonnie_peer.argv(d, k, 0, k))  # bonnie++ -s 0 -n K:0:0:K -u root -q -d DIR
+        f = bl.bonnie_rates(run.out, k, k)
         rate = f["seq_create"]
         note = "" if rate is not None else "(+++++: seq create under 0.5 s, raise --bonnie-k)"
         # its wall and CPU time cover all six phases: not comparable

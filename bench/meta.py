@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 import benchlib as bl
+from boatload.peers import bonnie as bonnie_peer
 
 PHASES = ["create:seq", "stat:seq", "delete:seq", "create:rand", "stat:rand", "delete:rand"]
 BONNIE_OF = dict(zip(PHASES, ["seq_create", "seq_stat", "seq_del", "ran_create", "ran_stat", "ran_del"]))
@@ -85,8 +86,8 @@ def main() -> int:
 
         def run(m: str, d: Path) -> bl.Sample:
             if m == "bonnie":
-                r = bl.run_timed(["bonnie++", "-d", d, "-s", "0", "-n", f"{args.k}:0:0:{dirs}", "-u", "root", "-q"])
-                f = bl.parse_bonnie_csv(r.out, args.k, dirs)
+                r = bl.run_timed(bonnie_peer.argv(d, args.k, 0, dirs))
+                f = bl.bonnie_rates(r.out, args.k, dirs)
                 rates = {p: f[BONNIE_OF[p]] for p in PHASES}
                 return bl.Sample(files, r.wall, others=r.others, extra={"rates": rates})
             t = int(m.split("-")[1][:-1])

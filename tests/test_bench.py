@@ -2,6 +2,7 @@
 comparison is only worth something if fio runs as many jobs as the worker
 has threads, on the files the worker laid out, with the same read share."""
 
+import os
 import shutil
 import sys
 
@@ -92,3 +93,33 @@ def test_profile_sorts_perf_samples_into_kernel_own_code_libc_vdso():
     assert samples_by_part(report.replace("fio", "boatload-worker"), "boatload-worker")["own code"] == 5981
     with pytest.raises(bl.RunError, match="no samples"):
         samples_by_part("# Samples: 0\n", "fio")
+
+
+# bonnie++ 2.00a's CSV line for -n 2:0:0:2 (2 x 1024 empty files in 2 directories):
+# field 24 empty, the directories in 25, "+++++" for a test under 0.5 s
+BONNIE_LINE = ("1.98,2.00a,box,1,1700000000,,,,,,,,,,,,,,,,,2,0,,,2,"
+               "+++++,+++,31000,12,+++++,+++,15000,9,45000,40,+++++,+++,,,,,,,12ms,350us,87us,2s,1.5ms,400us")
+
+
+def test_bonnie_rates_are_the_peers_parse():
+    rates = bl.bonnie_rates(BONNIE_LINE + "\n", 2, 2)
+    assert rates == {"seq_create": None, "seq_stat": 31000, "seq_del": None,
+                     "ran_create": 15000, "ran_stat": 45000, "ran_del": None}
+    with pytest.raises(bl.RunError, match="expected 3x1024 in 3"):
+        bl.bonnie_rates(BONNIE_LINE, 3, 3)
+    with pytest.raises(bl.RunError, match="no CSV line"):
+        bl.bonnie_rates("", 2, 2)
+    with pytest.raises(bl.RunError, match="format version"):
+        bl.bonnie_rates("1.03d,box,,,\n", 2, 2)
+
+
+@pytest.mark.skipif(not shutil.which("bonnie++", path="/usr/local/sbin:/usr/sbin:/sbin:" + (os.environ.get("PATH") or ""))
+                    or os.geteuid() != 0, reason="needs bonnie++ and root (-u root)")
+def test_bonnie_rates_of_a_real_run(tmp_path):
+    from boatload.peers import bonnie
+
+    run = bl.run_timed(bonnie.argv(tmp_path, 1, 0, 2))
+    rates = bl.bonnie_rates(run.out, 1, 2)
+    assert list(rates) == ["seq_create", "seq_stat", "seq_del", "ran_create", "ran_stat", "ran_del"]
+    assert all(r is None or r > 0 for r in rates.values())
+    assert list(tmp_path.iterdir()) == []  # bonnie++ removed what it made
