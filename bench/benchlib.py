@@ -66,18 +66,6 @@ def snapshot(names: list[str], into: Path) -> dict[str, Binary]:
     return out
 
 
-def worker_has(worker: Path, workload: str) -> tuple[bool, str]:
-    """Whether the worker's usage (`boatload-worker --help`) lists the workload."""
-    try:
-        r = subprocess.run([str(worker), "--help"], capture_output=True, text=True, timeout=30)
-    except OSError as e:
-        return False, str(e)
-    usage = r.stdout + r.stderr
-    if f"boatload-worker {workload} " in usage:
-        return True, ""
-    return False, f"`boatload-worker --help` (exit {r.returncode}) lists no `{workload}` workload"
-
-
 # --------------------------------------------------------------------------
 # targets and run directories
 

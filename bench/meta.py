@@ -16,10 +16,6 @@ position (rates in files/s; worker / bonnie++ per repetition, median).
 Goal (from the project issue): stat and delete rates at least those of
 bonnie++ -n on the same tree, i.e. worker / bonnie++ >= 1.00 for the four
 stat and delete phases (the creates are shown for information).
-
-Until `boatload-worker meta --help` exits 0 (the workload is being written)
-this prints that the comparison is pending and exits 0; --force runs it
-anyway against whatever the built worker accepts.
 """
 
 from __future__ import annotations
@@ -55,18 +51,11 @@ def main() -> int:
     ap.add_argument("--targets", default="tmpfs,ext4")
     ap.add_argument("--threads", default="1",
                     help="worker thread counts to run, comma-separated (default 1: bonnie++ is one process)")
-    ap.add_argument("--force", action="store_true", help="run even if `meta --help` does not exit 0")
     bl.add_run_args(ap)
     args = ap.parse_args()
     dirs = args.k if args.dirs is None else args.dirs
     files = args.k * 1024
 
-    worker = bl.NATIVE_BUILD / "boatload-worker"
-    ok, why = bl.worker_has(worker, "meta")
-    if not ok and not args.force:
-        print(f"meta: comparison pending: the worker's `meta` workload is not there yet ({why}).")
-        print("meta: rerun once `boatload-worker meta --help` exits 0 (or pass --force to try the built worker).")
-        return 0
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it mounts a tmpfs and a loop-mounted ext4)")
 
@@ -76,8 +65,6 @@ def main() -> int:
     with bl.scratch_dir(args.scratch_in) as scratch:
         bins = bl.snapshot(["boatload-worker"], scratch)
         print("\n".join(bl.host_header(bins)))
-        if not ok:
-            print(f"# --force: {why}")
         print(f"# {files:,} empty files in {dirs} directories per run; {args.repeats} repetitions, alternating, "
               "fresh directory per run")
         print(f"#   bonnie       bonnie++ -d DIR -s 0 -n {args.k}:0:0:{dirs} -u root -q (CSV columns 26..36)")

@@ -50,10 +50,6 @@ second statistic matters (it did not, within the noise: bench/README.md).
 Goal (from the issue): the worker within 10 % of fio and not slower, read as
 1.00 <= worker IOPS / fio IOPS <= 1.10 (median of per-repetition ratios);
 both halves are printed. worker / fio+lat is printed for information.
-
-Until `boatload-worker randio --help` exits 0 (the workload is being written)
-this prints that the comparison is pending and exits 0; --force runs it
-anyway against whatever the built worker accepts.
 """
 
 from __future__ import annotations
@@ -153,18 +149,11 @@ def main() -> int:
     ap.add_argument("--direct", default="0,1", help="0 (buffered), 1 (O_DIRECT) or both: 0,1 (default)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--targets", default="tmpfs,ext4")
-    ap.add_argument("--force", action="store_true", help="run even if `randio --help` does not exit 0")
     bl.add_run_args(ap)
     args = ap.parse_args()
     N, S, D = args.files, args.file_size, args.duration
     directs = [int(x) for x in args.direct.split(",")]
 
-    worker = bl.NATIVE_BUILD / "boatload-worker"
-    ok, why = bl.worker_has(worker, "randio")
-    if not ok and not args.force:
-        print(f"randio: comparison pending: the worker's `randio` workload is not there yet ({why}).")
-        print("randio: rerun once `boatload-worker randio --help` exits 0 (or pass --force to try the built worker).")
-        return 0
     if os.geteuid() != 0:
         sys.exit("bench: needs root (it mounts a tmpfs and a loop-mounted ext4)")
 
@@ -173,8 +162,6 @@ def main() -> int:
     with bl.scratch_dir(args.scratch_in) as scratch:
         bins = bl.snapshot(["boatload-worker"], scratch)
         print("\n".join(bl.host_header(bins)))
-        if not ok:
-            print(f"# --force: {why}")
         print(f"# {N} files x {S:,} bytes, {THREADS} threads, {XFER} B transfers, {READ_PCT} % reads, {D:g} s per run; "
               f"{args.repeats} repetitions, alternating; every run on N fresh files laid out by `randio --prepare`")
 
