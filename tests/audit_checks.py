@@ -69,4 +69,5 @@ def check_audit(results: Path) -> dict:
     assert th["disk"]["targets"] == len(prov["targets"])
     assert th["disk"]["loop_targets"] == sum(t["kind"] == "loop" for t in prov["targets"])
     assert th["kernel"] == prov["kernel"]
+    assert th["virtualization"] == prov.get("virtualization", "not recorded")
     return audit

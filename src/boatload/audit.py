@@ -265,6 +265,7 @@ def build_audit(results: Path) -> dict:
     memory = _memory(prov, summaries)
     disk = _disk(prov, results, studies)
     cond = _conditions(prov)
+    virt = prov.get("virtualization", "not recorded")
     rows = {s: len(tables[s]) for s in studies}
     absolute = {s: sum(1 for r in tables[s] if _num(r.get(ABSOLUTE[s][0])) is not None)
                 for s in studies if s in ABSOLUTE}
@@ -333,8 +334,11 @@ def build_audit(results: Path) -> dict:
         crime("C1", "cannot" if disk["loop_targets"] else "avoided",
               (f"Real kernels and file systems, but {disk['loop_targets']} of the {disk['targets']} targets are "
                f"loop images on a file in the host's {_and(disk['backing_fs']) or 'file system'}, "
-               "itself on a virtual disk shared with other machines, and memory is limited by a cgroup rather "
-               "than by the machine's RAM; the threats section gives the numbers.")
+               + (f"itself on the virtual disk of a {virt} virtual machine, " if virt not in (None, "not recorded")
+                  else "itself on the host's disk, " if virt is None
+                  else "itself on a disk that may be virtual (not recorded), ")
+               + "and memory is limited by a cgroup rather than by the machine's RAM; the threats section gives "
+               "the numbers.")
               if disk["loop_targets"] else "Every target is a real device or tmpfs."),
         crime("C2", "avoided",
               "Each study reruns the original's own workload (its operations, file sizes, tree shape, "
@@ -388,7 +392,7 @@ def build_audit(results: Path) -> dict:
         "crimes": crimes,
         "threats": {"scale": scale, "memory": memory, "disk": disk, "conditions": cond,
                     "kernel": prov.get("kernel"), "cpu_model": prov.get("cpu_model"), "cpus": prov.get("cpus"),
-                    "os": prov.get("os")},
+                    "os": prov.get("os"), "virtualization": virt},
     }
 
 

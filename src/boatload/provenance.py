@@ -67,6 +67,8 @@ def gather(raw: list[Path], config_path: str, scale: str, order_seed: int | None
         "os": machine.get("os"),
         "cpu_model": machine["cpu_model"],
         "cpus": machine["cpus"],
+        # the hypervisor ("kvm", ...), None on bare metal, absent in runs made before it was recorded
+        "virtualization": machine.get("virtualization", "not recorded"),
         "memory_bytes": machine["memory_bytes"],
         "uid": machine.get("uid"),
         "python": machine["python"],

@@ -30,6 +30,25 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def virtualization() -> str | None:
+    """The hypervisor this host runs under ("kvm", ...; "yes" when the CPU
+    says there is one but not which), or None on bare metal. A container's
+    runtime is not what is meant: its disks and CPUs are the host's."""
+    try:
+        flags = next((line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("flags")), "")
+    except OSError:
+        flags = ""
+    if " hypervisor" not in flags:
+        return None
+    try:
+        out = subprocess.run(["systemd-detect-virt", "--vm"], capture_output=True, text=True, timeout=5)
+        name = out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        name = ""
+    return name if name and name != "none" else "yes"
+
+
 def memory_bytes() -> int:
     for line in Path("/proc/meminfo").read_text().splitlines():
         if line.startswith("MemTotal:"):
@@ -79,6 +98,7 @@ def machine() -> dict:
         "boatload": __version__,
         "lock_sha256": lock_sha256(),
         "uid": os.geteuid(),
+        "virtualization": virtualization(),
     }
 
 
