@@ -11,6 +11,17 @@ WORKFLOW_FILES = ["Snakefile", "profiles", "workflow", "config", "notebooks", "p
 
 
 @pytest.fixture(scope="session")
+def forest_fixture_run(tmp_path_factory) -> dict[str, Path]:
+    """The forest notebook run once per session on the fixture
+    (tests/fixtures/make_fixtures.py): {"results", "executed", "forest",
+    "provenance"}. Tests that only read its results share it; a test that
+    changes them works on a copy."""
+    from notebook_checks import load_fixtures
+
+    return load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("forest-fixture"), ROOT)
+
+
+@pytest.fixture(scope="session")
 def worker() -> Path:
     if not WORKER.exists():
         subprocess.run(["make", "-C", str(ROOT / "native")], check=True, capture_output=True)

@@ -15,15 +15,14 @@ import pytest
 from boatload import blog
 from boatload.cli import main as cli_main
 from boatload.studies import registry
-from notebook_checks import load_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory) -> Path:
-    """The forest notebook run on the test fixture."""
-    return load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("blog"), REPO)["results"]
+def results(forest_fixture_run) -> Path:
+    """The forest notebook run on the test fixture (shared by the session)."""
+    return forest_fixture_run["results"]
 
 
 @pytest.fixture(scope="module")

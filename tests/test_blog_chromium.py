@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 
 from boatload import blog
-from notebook_checks import load_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "results" / "screenshots"
@@ -92,8 +91,8 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory) -> dict[str, Path]:
-    results = load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("chromium"), REPO)["results"]
+def pages(forest_fixture_run, tmp_path_factory) -> dict[str, Path]:
+    results = forest_fixture_run["results"]
     out = tmp_path_factory.mktemp("pages")
     return {p.stem: p for p in blog.build_blog(results, out)}
 

@@ -1,12 +1,14 @@
-"""A study notebook runs where users run it: in a kernel that a real Jupyter
-server started (what `make lab` serves), driven through the server's REST and
-websocket API, not through papermill.
+"""A study notebook runs where users run it: in a kernel of the JupyterLab
+server `make lab` starts, driven through the server's REST and websocket API,
+not through papermill.
 
-The server listens on 127.0.0.1 on a free port with a token; the notebook's
-cells are sent one by one as execute requests on the kernel's channels, after
-its parameters cell an override cell pointing it at the forest fixture; the
-figure files it writes are checked. The server is stopped by its pid.
-`make lab` is checked too: the URL it prints is where its server answers."""
+`make lab LAB_PORT=<free port>` must print the URL to open; the server must
+answer there, on 127.0.0.1, only with the URL's token. Through its API the
+test reads the notebook, starts a kernel (its working directory notebooks/,
+as for a user), sends the notebook's cells one by one as execute requests on
+the kernel's channels (after the parameters cell, an override pointing it at
+the forest fixture) and checks the figure files it writes. The server (and
+the make that exec'd it) is stopped by its pid when the test ends."""
 
 from __future__ import annotations
 
@@ -15,11 +17,9 @@ import datetime as dt
 import json
 import os
 import re
-import secrets
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -56,46 +56,48 @@ def api(base: str, token: str, path: str, method: str = "GET", body: dict | None
 
 
 @pytest.fixture
-def server(tmp_path, request):
-    """`jupyter server` on 127.0.0.1:<free port> with a token, rooted at the
-    repository (the kernel's working directory is notebooks/, as under
-    JupyterLab); stopped by its pid when the test ends."""
-    port, token = free_port(), secrets.token_hex(16)
-    log = (tmp_path / "server.log").open("w")
+def lab(tmp_path, request):
+    """`make lab` on a free port: its URL, port and token once its server answers;
+    stopped by its pid (make exec's jupyter lab, so the pid is the server's) at the end."""
+    port = free_port()
+    log = tmp_path / "lab.log"
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTER_DATA_DIR": str(tmp_path / "data"), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_DATA_DIR": str(tmp_path / "data"),
            "PYTHONPATH": os.pathsep.join(p for p in (str(REPO / "src"), os.environ.get("PYTHONPATH", "")) if p)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-         "--port-retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={REPO}",
-         *(["--allow-root"] if os.geteuid() == 0 else [])],
-        stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
-    )
+    # -o env: the environment is the one this test runs in; never sync it from here
+    proc = subprocess.Popen(["make", "--no-print-directory", "-o", "env", "-C", str(REPO), "lab", f"LAB_PORT={port}"],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
     def stop():
         if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
+            os.killpg(proc.pid, signal.SIGTERM)  # the group this test started: make, then the server it exec'd
             try:
                 proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=10)
-        log.close()
 
     request.addfinalizer(stop)
-    base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + START_TIMEOUT_S
+    url = None
+    while url is None:
+        found = re.search(r"^boatload: JupyterLab at (\S+)$", log.read_text(), re.M)
+        if found:
+            url = found.group(1)
+            break
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.2)
+    shape = re.fullmatch(rf"http://127\.0\.0\.1:{port}/lab/tree/(\w+)\.ipynb\?token=([0-9a-f]{{32}})", url)
+    assert shape, url
+    base, token = f"http://127.0.0.1:{port}", shape.group(2)
     while True:
-        if proc.poll() is not None:
-            pytest.fail(f"jupyter server exited with {proc.returncode}:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
         try:
             api(base, token, "/api/status")
             break
         except (urllib.error.URLError, ConnectionError, OSError):
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter server not up in {START_TIMEOUT_S} s:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
             time.sleep(0.3)
-    return {"base": base, "port": port, "token": token, "proc": proc}
+    return {"url": url, "base": base, "port": port, "token": token, "notebook": shape.group(1) + ".ipynb"}
 
 
 def message(session: str, code: str) -> dict:
@@ -140,21 +142,22 @@ async def run_cells(ws_url: str, token: str, cells: list[str]) -> list[str]:
     return out
 
 
-def test_notebook_runs_in_a_kernel_the_server_started(server, tmp_path):
+def test_make_lab_serves_the_notebooks_and_runs_one_in_its_kernel(lab, tmp_path):
     fixtures = load_fixtures("fixtures")
     files = fixtures.make(tmp_path / "input")
     out_dir = tmp_path / "results"
-    base, token = server["base"], server["token"]
+    base, token = lab["base"], lab["token"]
 
-    # The server answers only with its token.
+    # The server answers only with the token of the printed URL.
     with pytest.raises(urllib.error.HTTPError) as denied:
         urllib.request.urlopen(f"{base}/api/kernels", timeout=10)
     assert denied.value.code in (401, 403)
+    assert lab["notebook"] in {c["name"] for c in api(base, token, "/api/contents")["content"]}
 
-    # The notebook as the server sees it (its contents API), then a kernel
-    # started through the server's API in notebooks/.
-    nb = api(base, token, f"/api/contents/notebooks/{STUDY}.ipynb")["content"]
-    kernel = api(base, token, "/api/kernels", "POST", {"name": "python3", "path": "notebooks"})
+    # The study notebook as the server sees it, and a kernel started through the
+    # server's API where the user's would run: in notebooks/.
+    nb = api(base, token, f"/api/contents/{STUDY}.ipynb")["content"]
+    kernel = api(base, token, "/api/kernels", "POST", {"name": "python3", "path": ""})
     assert kernel["id"] in {k["id"] for k in api(base, token, "/api/kernels")}
 
     cells = []
@@ -164,63 +167,20 @@ def test_notebook_runs_in_a_kernel_the_server_started(server, tmp_path):
         src = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
         cells.append(src)
         if "parameters" in cell.get("metadata", {}).get("tags", []):
-            cells.append(f"data = {str(files[STUDY])!r}\nout_dir = {str(out_dir)!r}\nformats = ['svg', 'png']\n"
+            cells.append(f"data = {str(files[STUDY])!r}\nout_dir = {str(out_dir)!r}\nformats = ['svg']\n"
                          "n_resamples = 1000\nimport os\nprint('cwd', os.getcwd())\n")
-    ws = f"ws://127.0.0.1:{server['port']}/api/kernels/{kernel['id']}/channels"
+    ws = f"ws://127.0.0.1:{lab['port']}/api/kernels/{kernel['id']}/channels"
     out = asyncio.run(run_cells(ws, token, cells))
     assert f"cwd {REPO / 'notebooks'}" in "".join(out)
 
     from boatload.studies import registry
 
     for name in registry()[STUDY].figures:
-        for ext in ("svg", "png"):
-            path = out_dir / "figures" / f"{STUDY}-{name}.{ext}"
-            assert path.is_file() and path.stat().st_size > 1000, path
+        path = out_dir / "figures" / f"{STUDY}-{name}.svg"
+        assert path.is_file() and path.stat().st_size > 1000, path
+        assert (out_dir / "figures" / f"{STUDY}-{name}.vl.json").is_file()
     assert (out_dir / "tables" / f"{STUDY}-summary.json").is_file()
+    assert (out_dir / "tables" / f"{STUDY}.csv").is_file()
 
     api(base, token, f"/api/kernels/{kernel['id']}", "DELETE")
     assert kernel["id"] not in {k["id"] for k in api(base, token, "/api/kernels")}
-
-
-def test_make_lab_prints_the_url_it_serves(tmp_path):
-    """`make lab` says where to point the browser, and the server is there:
-    the URL's token opens its API, and the notebook it names is in its tree."""
-    port = free_port()
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_DATA_DIR": str(tmp_path / "data")}
-    proc = subprocess.Popen(["make", "--no-print-directory", "-C", str(REPO), "lab", f"LAB_PORT={port}"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
-    try:
-        url = None
-        deadline = time.monotonic() + START_TIMEOUT_S
-        seen = []
-        while url is None and time.monotonic() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            seen.append(line)
-            if line.startswith("boatload: JupyterLab at "):
-                url = line.split(" at ", 1)[1].strip()
-        assert url, "".join(seen)[-3000:]
-        found = re.fullmatch(rf"http://127\.0\.0\.1:{port}/lab/tree/(\w+)\.ipynb\?token=([0-9a-f]{{32}})", url)
-        assert found, url
-        assert (REPO / "notebooks" / f"{found.group(1)}.ipynb").is_file()
-        base, token = f"http://127.0.0.1:{port}", found.group(2)
-        while True:
-            try:
-                api(base, token, "/api/status")
-                break
-            except (urllib.error.URLError, ConnectionError, OSError):
-                assert proc.poll() is None and time.monotonic() < deadline, "".join(seen)[-3000:]
-                time.sleep(0.3)
-        listing = api(base, token, "/api/contents")
-        assert f"{found.group(1)}.ipynb" in {c["name"] for c in listing["content"]}
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # make and the server it exec'd: the group this test started
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)

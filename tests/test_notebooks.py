@@ -8,15 +8,15 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from notebook_checks import clean_notebook_parameters, load_fixtures, spec_records
+from notebook_checks import clean_notebook_parameters, spec_records
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "forest.ipynb"
 
 
 @pytest.fixture(scope="module")
-def forest_run(tmp_path_factory):
-    return load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("forest"), REPO)
+def forest_run(forest_fixture_run):
+    return forest_fixture_run
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("paper"), REPO)["results"]
+def results(forest_fixture_run):
+    return forest_fixture_run["results"]
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 
 from audit_checks import check_audit
 from boatload import paper
-from notebook_checks import load_fixtures, pdf_text
+from notebook_checks import pdf_text
 from pdf_layout import outside, words
 
 REPO = Path(__file__).resolve().parents[1]
@@ -37,8 +37,9 @@ NOT_RUN = [
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory) -> Path:
-    out = load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("layout"), REPO)["results"]
+def results(forest_fixture_run, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("layout") / "results"
+    shutil.copytree(forest_fixture_run["results"], out)
     prov = json.loads((out / "provenance.json").read_text())
     prov["targets"] += NOT_RUN
     (out / "provenance.json").write_text(json.dumps(prov, indent=2))
