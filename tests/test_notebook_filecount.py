@@ -120,7 +120,9 @@ def check_published_points(results: Path) -> None:
 
 
 def test_fixture_comes_from_the_study(fixture_runs):
-    from boatload.studies.filecount import SCHEMA
+    from boatload.studies import study
+
+    SCHEMA = study("filecount").table_schema
 
     assert dict(fixture_runs.schema) == SCHEMA
     assert set(fixture_runs["status"]) == {"ok", "skipped", "error"}

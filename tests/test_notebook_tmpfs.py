@@ -57,7 +57,9 @@ summary_of = partial(nc.summary_of, study=STUDY)
 
 
 def test_fixture_follows_the_schema(fixture_runs):
-    from boatload.studies.tmpfs import SCHEMA
+    from boatload.studies import study
+
+    SCHEMA = study("tmpfs").table_schema
 
     assert dict(fixture_runs.schema) == SCHEMA
 

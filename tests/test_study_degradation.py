@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from boatload.targetspec import parse_target
 from conftest import ROOT, ours_left
 
 IS_ROOT = os.geteuid() == 0
-HAVE_MEMLIMIT = importlib.util.find_spec("boatload.memlimit") is not None
 
 
 def config(name: str) -> dict:
@@ -68,7 +66,6 @@ def scratch(tmp_path, worker, monkeypatch):
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root (loop devices, cgroups)")
-@pytest.mark.skipif(not HAVE_MEMLIMIT, reason="boatload.memlimit is not there yet")
 def test_ci_run_three_stages_inside_the_memory_limit(scratch):
     cfg = config("ci.yaml")
     study = cfg["studies"]["degradation"]
@@ -109,7 +106,7 @@ def test_ci_run_three_stages_inside_the_memory_limit(scratch):
         assert 0.9 * (limit << 20) <= s["memory"]["peak_bytes"] <= limit << 20
         assert not s["memory"]["oom_kills"]
 
-    runs = pl.DataFrame(degradation.rows(doc), schema=degradation.SCHEMA, orient="row").sort(degradation.SORT)
+    runs = pl.DataFrame(degradation.rows(doc), schema=degradation.STUDY.table_schema, orient="row").sort(list(degradation.STUDY.sort))
     assert runs.height == 3 * 2 * study["runs"]
     assert (runs["mb_per_s"] > 0).all() and (runs["status"] == "ok").all()
     assert set(runs["op"]) == {"write_odirect", "read"}

@@ -92,8 +92,8 @@ def scratch(tmp_path, worker, monkeypatch):
 
 
 def frame(docs) -> pl.DataFrame:
-    return pl.DataFrame([r for d in docs for r in filecount.rows(d)], schema=filecount.SCHEMA,
-                        orient="row").sort(filecount.SORT)
+    return pl.DataFrame([r for d in docs for r in filecount.rows(d)], schema=filecount.STUDY.table_schema,
+                        orient="row").sort(list(filecount.STUDY.sort))
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)")

@@ -218,7 +218,7 @@ def test_ci_runs_in_the_memory_limit_inside_and_beyond_it(scratch, tmp_path):
     assert tmpfs.rows(docs[("tmpfs", 1.6)])[0]["swap_used_mb"] > 0
     assert (tmpfs.rows(docs[("tmpfs", 0.6)])[0]["swap_used_mb"] or 0) < tmpfs.rows(docs[("tmpfs", 1.6)])[0]["swap_used_mb"]
     table = _tidy(list(docs.values()), tmp_path)
-    assert tmpfs.SCHEMA.items() <= dict(table.schema).items() and table.height == 4 * 6
+    assert tmpfs.STUDY.table_schema.items() <= dict(table.schema).items() and table.height == 4 * 6
 
 
 @root
@@ -259,7 +259,7 @@ def test_ci_worker_and_bonnie_in_the_same_job_in_the_memory_limit(scratch, tmp_p
         assert "then" in tmpfs.summary(doc)
     assert firsts == ["boatload-worker", "bonnie++"]  # the order alternates by repetition
     table = _tidy(docs, tmp_path)
-    assert tmpfs.SCHEMA.items() <= dict(table.schema).items() and table.height == 2 * 2 * 6
+    assert tmpfs.STUDY.table_schema.items() <= dict(table.schema).items() and table.height == 2 * 2 * 6
 
 
 def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, tmp_path):
@@ -269,7 +269,7 @@ def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, t
         assert doc["result"]["status"] == "skipped" and "not root" in doc["result"]["reason"]
         assert doc["target_provenance"] is None
     table = _tidy(docs, tmp_path)
-    assert tmpfs.SCHEMA.items() <= dict(table.schema).items()
+    assert tmpfs.STUDY.table_schema.items() <= dict(table.schema).items()
     assert table.height == 18 and set(table["status"]) == {"skipped"}
     assert table["ops_per_s"].null_count() == 18
     assert set(table["tool"]) == {"boatload-worker", "bonnie++"}

@@ -9,7 +9,7 @@ bytes are checked.
 
 from __future__ import annotations
 
-from boatload.config import ConfigError
+from boatload.errors import ConfigError
 from boatload.targetspec import MiB, TargetSpec, option_value, parse_target
 
 # /etc/mke2fs.conf as Debian ships it: the usage type by size, and its bytes per inode.
