@@ -2,25 +2,55 @@
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import polars as pl
 import pytest
 import yaml
 
 from boatload.studies import names, registry, study
-
-NAMES = names()
-FIGURES = {name: s.figures for name, s in registry().items()}
 from audit_checks import check_audit
 from conftest import ours_left
 from pdf_layout import outside
 from notebook_checks import pdf_text, spec_records
 
 pytestmark = pytest.mark.e2e
+NAMES = names()
+FIGURES = {name: s.figures for name, s in registry().items()}
+
+
+def categories(report: Path) -> dict:
+    """The report's grouping: {category: {subcategory: [files]}}."""
+    text = report.read_text()
+    m = re.search(r"var categories = (\{.*?\});\s*$", text, re.MULTILINE)
+    assert m, "no category index in the report"
+    return json.loads(m.group(1))
+
+
+def check_report(workdir: Path, studies: list[str], *config: str) -> None:
+    out = snakemake(workdir, *config, "--report", "results/report.html")
+    assert out.returncode == 0, out.stderr[-4000:]
+    report = workdir / "results" / "report.html"
+    assert report.is_file() and report.stat().st_size > 0
+    text = report.read_text()
+    groups = categories(report)
+    for name in studies:
+        assert name in text
+        assert name in groups, sorted(groups)
+        files = [f for sub in groups[name].values() for f in sub]
+        for figure in FIGURES[name]:
+            assert f"results/figures/{name}-{figure}.svg" in files, (name, files)
+        assert f"results/tables/{name}.csv" in files
+        # Figures sit under their own study only.
+        for other, subs in groups.items():
+            if other != name:
+                assert not any(Path(f).name.startswith(f"{name}-") for sub in subs.values() for f in sub)
 
 
 def snakemake(workdir, *args, **kwargs):
@@ -110,6 +140,22 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
     for head in ("Introduction", "Threats to validity", "Conclusion", "References", "Benchmarking-crimes audit"):
         assert head in text, head
     assert outside(pdf) == []
+    # Every study's blog page fits a 1280 and a 420 px window with its figures shown.
+    if shutil.which("chromium"):
+        from test_blog_chromium import WIDTHS, measure
+
+        probes = workdir / "chromium"
+        probes.mkdir()
+        pages = sorted((workdir / "results" / "blog").glob("*.html"))
+        assert {p.stem for p in pages} == set(NAMES)
+        for page in pages:
+            for width in WIDTHS:
+                m = measure(page, width, probes)
+                assert m["scrollWidth"] <= m["clientWidth"] and m["wide"] == [], (page.name, width, m["wide"])
+                assert m["figures"] and all(w >= 100 and h >= 50 for w, h in m["figures"]), (page.name, width)
+
+    # `snakemake --report`: one HTML report with every study's figures and table under the study's name.
+    check_report(workdir, list(NAMES), "--configfile", "config/ci.yaml")
 
     start = time.monotonic()
     second = snakemake(workdir, "--configfile", "config/ci.yaml")
