@@ -154,51 +154,56 @@ def _peers(results: Path, studies: list[str]) -> list[dict]:
     return out
 
 
+def _get(doc: dict, *keys):
+    """doc[k1][k2]... or None where a level is missing."""
+    for k in keys:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(k)
+    return doc
+
+
 def _scale(summaries: dict) -> list[dict]:
     """Ours against the original's scale, per study, from the summaries."""
     rows = []
 
     def add(study, quantity, ours, original, unit=""):
-        if ours and original:
+        if study in summaries and isinstance(ours, (int, float)) and isinstance(original, (int, float)) and ours > 0:
             rows.append({"study": study, "quantity": quantity, "ours": ours, "original": original,
                          "unit": unit, "factor": original / ours})
 
-    if "forest" in summaries:
-        add("forest", "files per run", summaries["forest"]["counts"].get("files_planned"), FOREST_ORIGINAL_FILES)
-    if "degradation" in summaries:
-        s = summaries["degradation"]
-        add("degradation", "extra files per stage", s["setup"].get("extra_files_per_stage"),
-            s["original"].get("extra_files_per_stage"))
-        add("degradation", "big file", s["setup"].get("file_bytes"), s["original"].get("file_bytes"), "bytes")
-    if "journal" in summaries:
-        s = summaries["journal"]
-        add("journal", "files", s["counts"].get("files"), s["original"].get("files"))
-    if "filecount" in summaries:
-        s = summaries["filecount"]
-        add("filecount", "file size", s["setup"].get("file_size_mb"), s["original"].get("file_size_mb"), "MB")
-        add("filecount", "threads", s["setup"].get("threads"), s["original"].get("threads"))
-    if "tmpfs" in summaries:
-        s = summaries["tmpfs"]
-        limits = [m for m in s.get("memory_limit_mb") or [] if m]
-        if limits:
-            add("tmpfs", "memory", max(limits), s["original"].get("ram_gb", 0) * 1024, "MiB")
+    g = lambda study, *keys: _get(summaries.get(study, {}), *keys)  # noqa: E731
+    add("forest", "files per run", g("forest", "counts", "files_planned"), FOREST_ORIGINAL_FILES)
+    add("degradation", "extra files per stage", g("degradation", "setup", "extra_files_per_stage"),
+        g("degradation", "original", "extra_files_per_stage"))
+    add("degradation", "big file", g("degradation", "setup", "file_bytes"), g("degradation", "original", "file_bytes"),
+        "bytes")
+    add("journal", "files", g("journal", "counts", "files"), g("journal", "original", "files"))
+    add("filecount", "file size", g("filecount", "setup", "file_size_mb"), g("filecount", "original", "file_size_mb"),
+        "MB")
+    add("filecount", "threads", g("filecount", "setup", "threads"), g("filecount", "original", "threads"))
+    limits = [m for m in g("tmpfs", "memory_limit_mb") or [] if m]
+    ram = g("tmpfs", "original", "ram_gb")
+    if limits and ram:
+        add("tmpfs", "memory", max(limits), ram * 1024, "MiB")
     return rows
 
 
 def _memory(prov: dict, summaries: dict) -> dict:
     limits = {}
-    if "degradation" in summaries and summaries["degradation"]["setup"].get("memory_limit_mb"):
-        limits["degradation"] = summaries["degradation"]["setup"]["memory_limit_mb"]
-    if "tmpfs" in summaries and summaries["tmpfs"].get("memory_limit_mb"):
-        limits["tmpfs"] = max(summaries["tmpfs"]["memory_limit_mb"])
-    host_mib = prov.get("memory_bytes", 0) / 2**20
+    if _get(summaries, "degradation", "setup", "memory_limit_mb"):
+        limits["degradation"] = _get(summaries, "degradation", "setup", "memory_limit_mb")
+    if _get(summaries, "tmpfs", "memory_limit_mb"):
+        limits["tmpfs"] = max(_get(summaries, "tmpfs", "memory_limit_mb"))
+    host_mib = (prov.get("memory_bytes") or 0) / 2**20
+    tmpfs_ram = _get(summaries, "tmpfs", "original", "ram_gb")
     return {
         "host_bytes": prov.get("memory_bytes"),
         "limits_mb": limits,
         "largest_limit_share": (max(limits.values()) / host_mib) if limits and host_mib else None,
         "original": {k: v for k, v in (
-            ("degradation", summaries.get("degradation", {}).get("original", {}).get("memory")),
-            ("tmpfs", f"{summaries['tmpfs']['original']['ram_gb']} GB" if "tmpfs" in summaries else None),
+            ("degradation", _get(summaries, "degradation", "original", "memory")),
+            ("tmpfs", f"{tmpfs_ram} GB" if tmpfs_ram else None),
         ) if v},
     }
 
