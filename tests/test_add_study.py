@@ -35,7 +35,7 @@ from __future__ import annotations
 import polars as pl
 
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings
+from boatload.study import Study, base_job, base_row, settings, settings_schema
 from boatload.worker import failure, phase, run_worker
 
 
@@ -71,11 +71,9 @@ def rows(doc: dict) -> list[dict]:
 
 STUDY = Study(
     name="toy", order=60, title="Toy", question="How fast does the worker make a small tree of empty files?",
-    settings={"type": "object", "additionalProperties": False, "required": ["targets"],
-              "properties": {"targets": {"$ref": "#/$defs/target_list"},
-                             "repetitions": {"$ref": "#/$defs/repetitions"},
-                             "shape": {"type": "array", "items": {"type": "integer", "minimum": 1},
-                                       "default": [4, 50], "description": "directories x files"}}},
+    settings=settings_schema("the worker's tree on each target", [],
+                             shape={"type": "array", "items": {"type": "integer", "minimum": 1},
+                                    "default": [4, 50], "description": "directories x files"}),
     defaults={"ci": {"targets": ["tmpfs"], "repetitions": 3}},
     jobs=jobs, run=run, summary=summary, rows=rows, sort=("target", "rep"),
     columns={"rep": pl.Int64, "files": pl.Int64, "seconds": pl.Float64, "files_per_s": pl.Float64},

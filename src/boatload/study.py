@@ -71,6 +71,20 @@ TAIL_COLUMNS = {"status": pl.String, "reason": pl.String, "worker_version": pl.S
                 "started_at": pl.String}
 
 
+def settings_schema(description: str, required: list[str], **fields: dict) -> dict:
+    """The JSON schema of a study's settings: `targets` (config target names,
+    required) and `repetitions` (overriding the top level) as every study has
+    them, then the study's own fields, each with its help and default."""
+    return {
+        "description": description,
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["targets", *required],
+        "properties": {"targets": {"$ref": "#/$defs/target_list"}, "repetitions": {"$ref": "#/$defs/repetitions"},
+                       **fields},
+    }
+
+
 def defaults_of(schema: dict) -> dict:
     """The `default` of every property of a settings schema."""
     return {k: v["default"] for k, v in schema.get("properties", {}).items() if "default" in v}

@@ -80,7 +80,7 @@ from boatload.errors import ConfigError
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
 from boatload.creators import count_files
-from boatload.study import Study, base_job, base_row, settings
+from boatload.study import Study, base_job, base_row, settings, settings_schema
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import failure, run_worker
 
@@ -404,30 +404,24 @@ STUDY = Study(
     order=10,
     title="Degradation",
     question="Does O_DIRECT write (and buffered read) speed fall as small files pile up?",
-    settings={
-        "description": "dd-like O_DIRECT writes and buffered reads of a file twice the memory, "
-                       "at 0, N and 2N extra small files",
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["targets", "extra_files", "memory_limit_mb"],
-        "properties": {
-            "targets": {"$ref": "#/$defs/target_list"},
-            "repetitions": {"$ref": "#/$defs/repetitions"},
-            "extra_files": {"type": "integer", "minimum": 1, "description": "N: the stages are 0, N and 2N extra files"},
-            "file_size_max": {"type": "integer", "minimum": 0, "default": 6552,
-                              "description": "small files are 0..file_size_max bytes, in steps of 8 (the original's "
-                                             "dd bs=8 count=$RANDOM/40)"},
-            "memory_limit_mb": {"type": ["integer", "null"], "minimum": 64,
-                                "description": "cgroup limit; the big file is twice it (null: the machine's RAM)"},
-            "block": {"type": "string", "pattern": "^[0-9]+[KMG]?$", "default": "12M",
-                      "description": "the big file's write block (dd bs=)"},
-            "runs": {"type": "integer", "minimum": 1, "default": 5, "description": "writes and reads per stage"},
-            "loop_direct_io": {"type": "boolean", "default": True,
-                               "description": "switch a loop target to direct I/O, so that O_DIRECT writes and reads "
-                                              "the limit pushes out of the cache reach the host's disk, not the "
-                                              "host's page cache"},
-        },
-    },
+    settings=settings_schema(
+        "dd-like O_DIRECT writes and buffered reads of a file twice the memory, "
+        "at 0, N and 2N extra small files",
+        ["extra_files", "memory_limit_mb"],
+        extra_files={"type": "integer", "minimum": 1, "description": "N: the stages are 0, N and 2N extra files"},
+        file_size_max={"type": "integer", "minimum": 0, "default": 6552,
+                       "description": "small files are 0..file_size_max bytes, in steps of 8 (the original's "
+                                      "dd bs=8 count=$RANDOM/40)"},
+        memory_limit_mb={"type": ["integer", "null"], "minimum": 64,
+                         "description": "cgroup limit; the big file is twice it (null: the machine's RAM)"},
+        block={"type": "string", "pattern": "^[0-9]+[KMG]?$", "default": "12M",
+               "description": "the big file's write block (dd bs=)"},
+        runs={"type": "integer", "minimum": 1, "default": 5, "description": "writes and reads per stage"},
+        loop_direct_io={"type": "boolean", "default": True,
+                        "description": "switch a loop target to direct I/O, so that O_DIRECT writes and reads "
+                                       "the limit pushes out of the cache reach the host's disk, not the "
+                                       "host's page cache"},
+    ),
     jobs=jobs,
     run=run,
     summary=summary,

@@ -49,7 +49,7 @@ from boatload.errors import ConfigError
 from boatload.peers import fio
 from boatload.studies import adjacent
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, target_spec
+from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, failure, phase, run_worker
 
@@ -390,36 +390,29 @@ STUDY = Study(
     order=40,
     title="File count",
     question="Do IOPS grow with the number of files (a per-file lock)?",
-    settings={
-        "description": "randio 8 KB, 70 % reads, 64 threads over 1..k files",
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["targets", "files"],
-        "properties": {
-            "targets": {"$ref": "#/$defs/target_list"},
-            "repetitions": {"$ref": "#/$defs/repetitions"},
-            "files": {"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1},
-                      "description": "the numbers of files the threads spread their I/O over, one point each"},
-            "file_size_mb": {"type": "integer", "minimum": 1, "default": 32, "description": "MiB per file"},
-            "threads": {"type": "integer", "minimum": 1, "maximum": 256, "default": 64},
-            "xfer": {"type": "integer", "minimum": 512, "default": 8192, "description": "bytes per I/O"},
-            "read_pct": {"type": "integer", "minimum": 0, "maximum": 100, "default": 70},
-            "duration_s": {"type": "number", "exclusiveMinimum": 0, "default": 5},
-            "interval_s": {
-                "description": "the worker's sampling interval: the IOPS of each interval are the samples of a "
-                               "point's bootstrap when it has one repetition (vdbench printed one line per second)",
-                "type": "number", "minimum": 0.05, "default": 1.0,
-            },
-            "modes": {"type": "array", "minItems": 1, "uniqueItems": True,
-                      "items": {"enum": ["buffered", "direct"]}, "default": ["buffered", "direct"],
-                      "description": "direct on tmpfs is recorded as skipped: tmpfs serves O_DIRECT from the page cache"},
-            "peers": {"type": "array", "uniqueItems": True, "items": {"enum": ["fio"]}, "default": [],
-                      "description": "tools measured beside the worker at every point"},
-            "loop_direct_io": {"type": "boolean", "default": True,
-                               "description": "switch a loop target to direct I/O, so that O_DIRECT reaches the "
-                                              "host's disk, not its page cache"},
-        },
-    },
+    settings=settings_schema(
+        "randio 8 KB, 70 % reads, 64 threads over 1..k files",
+        ["files"],
+        files={"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1},
+               "description": "the numbers of files the threads spread their I/O over, one point each"},
+        file_size_mb={"type": "integer", "minimum": 1, "default": 32, "description": "MiB per file"},
+        threads={"type": "integer", "minimum": 1, "maximum": 256, "default": 64},
+        xfer={"type": "integer", "minimum": 512, "default": 8192, "description": "bytes per I/O"},
+        read_pct={"type": "integer", "minimum": 0, "maximum": 100, "default": 70},
+        duration_s={"type": "number", "exclusiveMinimum": 0, "default": 5},
+        interval_s={"type": "number", "minimum": 0.05, "default": 1.0,
+                    "description": "the worker's sampling interval: the IOPS of each interval are the samples "
+                                   "of a point's bootstrap when it has one repetition (vdbench printed one "
+                                   "line per second)"},
+        modes={"type": "array", "minItems": 1, "uniqueItems": True,
+               "items": {"enum": ["buffered", "direct"]}, "default": ["buffered", "direct"],
+               "description": "direct on tmpfs is recorded as skipped: tmpfs serves O_DIRECT from the page cache"},
+        peers={"type": "array", "uniqueItems": True, "items": {"enum": ["fio"]}, "default": [],
+               "description": "tools measured beside the worker at every point"},
+        loop_direct_io={"type": "boolean", "default": True,
+                        "description": "switch a loop target to direct I/O, so that O_DIRECT reaches the "
+                                       "host's disk, not its page cache"},
+    ),
     jobs=jobs,
     run=run,
     summary=summary,

@@ -9,7 +9,7 @@ import polars as pl
 from boatload import capacity, creators
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, target_spec
+from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned
 from boatload.worker import failure, phase, run_worker
 
@@ -212,24 +212,18 @@ STUDY = Study(
     order=30,
     title="Forest",
     question="How fast can a billion empty files be made, by which method, on which file system?",
-    settings={
-        "description": "a forest of empty files made by each method on each target; the original made 1e9",
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["shape", "targets", "methods", "time_cap_s"],
-        "properties": {
-            "shape": {"description": "fan-out per level, the last number the files per leaf directory",
-                      "type": "array", "minItems": 1, "maxItems": 4, "items": {"type": "integer", "minimum": 1}},
-            "targets": {"$ref": "#/$defs/target_list"},
-            "methods": {"description": "how the files are made: the worker, or the original's baselines",
-                        "type": "array", "minItems": 1, "uniqueItems": True,
-                        "items": {"enum": list(METHOD_LABELS)}},
-            "time_cap_s": {"description": "slow methods stop after this and their rate is extrapolated, "
-                                          "as the original did",
-                           "type": "number", "exclusiveMinimum": 0},
-            "repetitions": {"$ref": "#/$defs/repetitions"},
-        },
-    },
+    settings=settings_schema(
+        "a forest of empty files made by each method on each target; the original made 1e9",
+        ["shape", "methods", "time_cap_s"],
+        shape={"description": "fan-out per level, the last number the files per leaf directory",
+               "type": "array", "minItems": 1, "maxItems": 4, "items": {"type": "integer", "minimum": 1}},
+        methods={"description": "how the files are made: the worker, or the original's baselines",
+                 "type": "array", "minItems": 1, "uniqueItems": True,
+                 "items": {"enum": list(METHOD_LABELS)}},
+        time_cap_s={"description": "slow methods stop after this and their rate is extrapolated, "
+                                   "as the original did",
+                    "type": "number", "exclusiveMinimum": 0},
+    ),
     jobs=jobs,
     run=run,
     summary=summary,

@@ -34,7 +34,7 @@ import polars as pl
 
 from boatload import capacity
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, target_spec
+from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned
 from boatload.worker import WorkerError, failure, run_worker
 
@@ -207,21 +207,15 @@ STUDY = Study(
     order=20,
     title="Journal",
     question="Does an XFS log (or ext4 journal) on a fast external device help, and what do cache flushes cost?",
-    settings={
-        "description": "1 KB files, create / random open / random stat / random read / delete, "
-                       "per log placement and flush setting",
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["targets", "files"],
-        "properties": {
-            "targets": {"$ref": "#/$defs/target_list"},
-            "repetitions": {"$ref": "#/$defs/repetitions"},
-            "files": {"type": "integer", "minimum": 1, "description": "files made, opened, statted, read, deleted"},
-            "file_size": {"type": "integer", "minimum": 0, "default": 1024, "description": "bytes per file"},
-            "dirs": {"type": "integer", "minimum": 0, "default": 0,
-                     "description": "directories the files spread over (0: one flat directory, as the original)"},
-        },
-    },
+    settings=settings_schema(
+        "1 KB files, create / random open / random stat / random read / delete, "
+        "per log placement and flush setting",
+        ["files"],
+        files={"type": "integer", "minimum": 1, "description": "files made, opened, statted, read, deleted"},
+        file_size={"type": "integer", "minimum": 0, "default": 1024, "description": "bytes per file"},
+        dirs={"type": "integer", "minimum": 0, "default": 0,
+              "description": "directories the files spread over (0: one flat directory, as the original)"},
+    ),
     jobs=jobs,
     run=run,
     summary=summary,

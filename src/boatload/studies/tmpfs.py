@@ -89,7 +89,7 @@ from boatload.paths import scratch_dir
 from boatload.peers import bonnie
 from boatload.studies import adjacent
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, target_spec
+from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, failure, run_worker
 
@@ -502,31 +502,25 @@ STUDY = Study(
     order=50,
     title="tmpfs",
     question="tmpfs vs ext3 with the working set inside and beyond RAM.",
-    settings={
-        "description": "bonnie-style small-file create/read/delete, tmpfs vs ext3, inside and beyond memory",
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["targets", "memory_limit_mb", "working_set"],
-        "properties": {
-            "targets": {"$ref": "#/$defs/target_list"},
-            "repetitions": {"$ref": "#/$defs/repetitions"},
-            "memory_limit_mb": {"type": ["integer", "null"], "minimum": 64,
-                                "description": "cgroup limit (null: the machine's RAM)"},
-            "swap_mb": {"type": "integer", "minimum": 0, "default": 0,
-                        "description": "a swap file for the limit's overflow (tmpfs pages out to it)"},
-            "working_set": {"type": "array", "minItems": 1, "items": {"type": "number", "exclusiveMinimum": 0},
-                            "description": "data size as a multiple of memory"},
-            "dirs": {"type": "integer", "minimum": 1, "default": 1000},
-            "size_max": {"type": "integer", "exclusiveMinimum": 0, "default": 250000,
-                         "description": "files are 0..size_max bytes; their mean, size_max / 2, sizes the working set"},
-            "loop_direct_io": {"type": "boolean", "default": True,
-                               "description": "switch a loop target (ext3) to direct I/O, so that what the memory "
-                                              "limit pushes out is read back from the disk, not from the host's "
-                                              "page cache"},
-            "peers": {"type": "array", "uniqueItems": True, "items": {"enum": ["bonnie"]}, "default": [],
-                      "description": "tools measured beside the worker at every point"},
-        },
-    },
+    settings=settings_schema(
+        "bonnie-style small-file create/read/delete, tmpfs vs ext3, inside and beyond memory",
+        ["memory_limit_mb", "working_set"],
+        memory_limit_mb={"type": ["integer", "null"], "minimum": 64,
+                         "description": "cgroup limit (null: the machine's RAM)"},
+        swap_mb={"type": "integer", "minimum": 0, "default": 0,
+                 "description": "a swap file for the limit's overflow (tmpfs pages out to it)"},
+        working_set={"type": "array", "minItems": 1, "items": {"type": "number", "exclusiveMinimum": 0},
+                     "description": "data size as a multiple of memory"},
+        dirs={"type": "integer", "minimum": 1, "default": 1000},
+        size_max={"type": "integer", "exclusiveMinimum": 0, "default": 250000,
+                  "description": "files are 0..size_max bytes; their mean, size_max / 2, sizes the working set"},
+        loop_direct_io={"type": "boolean", "default": True,
+                        "description": "switch a loop target (ext3) to direct I/O, so that what the memory "
+                                       "limit pushes out is read back from the disk, not from the host's "
+                                       "page cache"},
+        peers={"type": "array", "uniqueItems": True, "items": {"enum": ["bonnie"]}, "default": [],
+               "description": "tools measured beside the worker at every point"},
+    ),
     jobs=jobs,
     run=run,
     summary=summary,
