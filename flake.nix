@@ -162,7 +162,9 @@
 
           # `nix run .#reproduce` == `make reproduce`: the same Snakefile, run
           # from the current directory (the user's clone); `-- --configfile
-          # config/ci.yaml` picks another scale.
+          # config/ci.yaml` picks another scale, `-- --profile slurm` the
+          # fleet (the SLURM executor comes from uv.lock; sbatch, squeue and
+          # srun are the cluster's own, from the PATH the app extends).
           reproduce = pkgs.writeShellApplication {
             name = "boatload-reproduce";
             inherit runtimeInputs runtimeEnv;
@@ -254,7 +256,7 @@
 
             python-imports = pkgs.runCommand "boatload-python-imports" { nativeBuildInputs = [ venv ]; } ''
               export HOME="$TMPDIR"
-              python -c "import snakemake, papermill, polars, altair, numba, typst, vl_convert, boatload"
+              python -c "import snakemake, snakemake_executor_plugin_slurm, papermill, polars, altair, numba, typst, vl_convert, boatload"
               touch "$out"
             '';
 
