@@ -40,6 +40,11 @@ if [ "$purpose" = test ]; then
     want nix-instantiate nix-bin      # the flake parse check
     want debootstrap debootstrap      # the fresh-machine test
     want git git                      # the tests clone the repository
+    # tests/test_slurm.py: a real SLURM cluster on this machine (scripts/slurm-cluster.sh)
+    want slurmctld slurmctld
+    want slurmd slurmd
+    want sinfo slurm-client
+    want munged munge
     want clang "clang libclang-rt-14-dev"  # make -C native fuzz-smoke; the runtimes (libclang_rt.fuzzer, asan, ubsan) have no command
 fi
 [ -z "$missing_packages" ] && exit 0

@@ -86,10 +86,11 @@ def test_not_root_on_debian_lists_every_missing_tool_and_the_apt_command(bare_pa
     for tool in TOOLS:
         if shutil.which(tool.command, path=str(bare_path)) is None:
             assert tool.command in commands
-    assert {"pdftotext", "chromium", "nix-instantiate", "debootstrap", "git"} <= set(commands)
+    assert {"pdftotext", "chromium", "nix-instantiate", "debootstrap", "git", "sinfo", "munged"} <= set(commands)
     packages = how.removeprefix("sudo apt-get install ").split()
     assert how.startswith("sudo apt-get install ")
-    assert {"e2fsprogs", "xfsprogs", "btrfs-progs", "fio", "bonnie++", "poppler-utils", "chromium", "nix-bin"} <= set(packages)
+    assert {"e2fsprogs", "xfsprogs", "btrfs-progs", "fio", "bonnie++", "poppler-utils", "chromium", "nix-bin",
+            "slurmctld", "slurmd", "slurm-client", "munge"} <= set(packages)
     assert len(packages) == len(set(packages))
 
 
