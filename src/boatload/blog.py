@@ -340,7 +340,45 @@ def _footer(provenance: dict | None, summary: dict) -> str:
     return f"<footer><p>Measured on:</p><table>{cells}</table></footer>"
 
 
-def build_page(results: Path, study: str) -> str:
+def _fleet(fleet: dict | None, study: str) -> str:
+    """The study's claims on every host of the fleet, their spread, and the hosts side by side."""
+    if not fleet:
+        return ""
+    hosts = fleet["hosts"]
+    claims = [c for c in fleet["claims"] if c["study"] == study]
+    head = "".join(f"<th>{_esc(h)}</th>" for h in hosts)
+    rows = []
+    for c in claims:
+        cells = []
+        for h in hosts:
+            x = c["hosts"].get(h)
+            if not x:
+                cells.append("<td>–</td>")
+                continue
+            colour = VERDICT_COLOURS.get(x.get("verdict"))
+            style = f' style="color: {colour}"' if colour else ""
+            cells.append(f'<td class="num">{_esc(_ratio(x.get("ours")))} <span class="verdict"{style}>'
+                         f'{_esc(x.get("verdict"))}</span></td>')
+        sp = c["spread"]
+        rows.append(f"<tr><td>{_esc(c['claim'])}</td><td class=\"num\">{_esc(_ratio(c.get('original_ratio')))}</td>"
+                    f"{''.join(cells)}<td class=\"num\">{_esc(_ratio(sp.get('min')))}–{_esc(_ratio(sp.get('max')))}"
+                    f" (÷ {_esc(_ratio(sp.get('max_over_min')))})</td></tr>")
+    table = (f'<table class="verdicts"><thead><tr><th>claim</th><th>original</th>{head}<th>spread</th></tr></thead>'
+             f"<tbody>{''.join(rows)}</tbody></table>") if rows else "<p>This study states no claims with a verdict.</p>"
+    prov = fleet.get("provenance") or {}
+    failed = fleet.get("failed") or {}
+    facts = [("hostname", "host"), ("CPU", "cpu_model"), ("CPUs", "cpus"), ("kernel", "kernel"), ("OS", "os"),
+             ("runs measured", "runs")]
+    side = "".join(
+        f"<tr><th>{_esc(label)}</th>" + "".join(f"<td>{_esc((prov.get(h) or {}).get(key))}</td>" for h in hosts) + "</tr>"
+        for label, key in facts
+    ) + "<tr><th>runs failed</th>" + "".join(f"<td>{_esc(failed.get(h, 0))}</td>" for h in hosts) + "</tr>"
+    return (f"<h2>Across the fleet</h2>\n<p>The same runs on {len(hosts)} hosts of a SLURM cluster, "
+            f"each in its own node-local scratch; the figures and the table above are {_esc(fleet['first_host'])}'s.</p>\n"
+            f"{table}\n<div class=\"scroll\"><table><thead><tr><th></th>{head}</tr></thead><tbody>{side}</tbody></table></div>\n")
+
+
+def build_page(results: Path, study: str, fleet: dict | None = None) -> str:
     """The HTML page of one study, from ``results`` (a str; no I/O besides reading)."""
     results = Path(results)
     summary = json.loads((results / "tables" / f"{study}-summary.json").read_text(encoding="utf-8"))
@@ -362,22 +400,29 @@ def build_page(results: Path, study: str) -> str:
         f"<h2>Verdicts</h2>\n{_verdicts(summary)}\n"
         f"<h2>Figures</h2>\n{_figures(results, study)}\n"
         f"<h2>Measured values</h2>\n{_measured(results / 'tables' / f'{study}.csv', summary.get('level'))}\n"
+        f"{_fleet(fleet, study)}"
         f"{_footer(provenance, summary)}\n"
         "</body>\n</html>\n"
     )
 
 
-def build_blog(results: Path, out: Path, studies: list[str] | None = None) -> list[Path]:
+def build_blog(results: Path, out: Path, studies: list[str] | None = None, fleet: bool = False) -> list[Path]:
     """Write ``out/<study>.html`` for each of ``studies`` (default: every study
     with a summary). Returns the pages written."""
     results, out = Path(results), Path(out)
     chosen = studies_with_summary(results) if studies is None else list(studies)
+    if fleet:
+        from boatload.fleet import fleet_summary
+
+        fleet_doc = fleet_summary(results)
+    else:
+        fleet_doc = None
     written = []
     for study in chosen:
         summary = results / "tables" / f"{study}-summary.json"
         if not summary.is_file():
             raise FileNotFoundError(f"{summary} is missing; run the {study} notebook first")
         page = out / f"{study}.html"
-        write_atomic(page, build_page(results, study))
+        write_atomic(page, build_page(results, study, fleet_doc))
         written.append(page)
     return written

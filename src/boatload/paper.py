@@ -69,18 +69,20 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
-def _compile(root: Path, results_prefix: str, studies: list[str], when: dt.datetime) -> bytes:
+def _compile(root: Path, results_prefix: str, studies: list[str], when: dt.datetime, fleet: bool = False) -> bytes:
     return typst.compile(
         str(root / "paper" / "paper.typ"),
         root=str(root),
-        # the studies with results, in order, and each one's title (the study records)
+        # the studies with results, in order, and each one's title (the study records);
+        # fleet: paper/fleet.typ reads tables/fleet-summary.json
         sys_inputs={"results": results_prefix, "studies": ",".join(studies),
-                    "titles": json.dumps({s: registry()[s].title for s in studies})},
+                    "titles": json.dumps({s: registry()[s].title for s in studies}),
+                    "fleet": "1" if fleet else ""},
         timestamp=when,
     )
 
 
-def build_paper(root: Path, out: Path, results: Path) -> Path:
+def build_paper(root: Path, out: Path, results: Path, fleet: bool = False) -> Path:
     """Compile ``root/paper/paper.typ`` with ``results`` as its data and write
     the PDF to ``out`` atomically. Returns ``out``.
 
@@ -88,17 +90,24 @@ def build_paper(root: Path, out: Path, results: Path) -> Path:
     ``root`` the paper compiles in place (root = the repository); otherwise the
     Typst sources and the results are staged into a temporary root first, which
     changes nothing in the output.
+
+    With `fleet` (and ``results/tables/fleet-summary.json`` naming two or
+    more hosts) the paper has its fleet section (paper/fleet.typ).
     """
     root, results, out = Path(root).resolve(), Path(results).resolve(), Path(out)
     if not (results / "provenance.json").is_file():
         raise FileNotFoundError(f"{results / 'provenance.json'} is missing; run the pipeline first")
     studies = studies_with_results(root, results)
     when = paper_timestamp(results, studies)
+    if fleet:
+        from boatload.fleet import fleet_summary
+
+        fleet = fleet_summary(results) is not None
     # the benchmarking-crimes audit and the threats' numbers, from these results
     write_audit(results)
 
     if _inside(results, root):
-        pdf = _compile(root, "/" + results.relative_to(root).as_posix(), studies, when)
+        pdf = _compile(root, "/" + results.relative_to(root).as_posix(), studies, when, fleet)
     else:
         with tempfile.TemporaryDirectory(prefix="boatload-paper-") as tmp:
             stage = Path(tmp)
@@ -108,7 +117,7 @@ def build_paper(root: Path, out: Path, results: Path) -> Path:
             for sub in ("tables", "figures"):
                 if (results / sub).is_dir():
                     shutil.copytree(results / sub, stage / "results" / sub)
-            pdf = _compile(stage, "/results", studies, when)
+            pdf = _compile(stage, "/results", studies, when, fleet)
 
     write_atomic_with(out, lambda tmp: tmp.write_bytes(pdf))
     return out
