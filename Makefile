@@ -6,6 +6,8 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 CONFIG ?= config/config.yaml
 STUDY ?= forest
+# PROFILE=slurm: the fleet, every node of the config's `cluster` through SLURM (profiles/slurm)
+PROFILE ?=
 VENV := $(CURDIR)/.venv
 export PATH := $(VENV)/bin:$(PATH)
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
@@ -16,11 +18,11 @@ BOOTSTRAP_FOR := reproduce
 
 ## reproduce: run every study and build results/paper/paper.pdf (root: real mounts; else plain directories)
 reproduce: env worker
-	boatload reproduce --configfile $(CONFIG)
+	boatload reproduce --configfile $(CONFIG) $(if $(PROFILE),--profile $(PROFILE))
 
 ## dry-run: the preflight and the plan of reproduce (studies, runs, time, disk) and its jobs; runs nothing
 dry-run: env
-	boatload reproduce --configfile $(CONFIG) --dry-run
+	boatload reproduce --configfile $(CONFIG) $(if $(PROFILE),--profile $(PROFILE)) --dry-run
 
 ## test: C tests (plain and sanitized), the pytest suite, and an end-to-end run on config/ci.yaml
 test: BOOTSTRAP_FOR := test
@@ -65,8 +67,9 @@ worker: | bootstrap
 	$(MAKE) -C native
 
 ## clean-mounts: unmount, detach and delete anything a killed run left behind
+## (PROFILE=slurm: on every node of CONFIG's cluster, through srun)
 clean-mounts: env
-	boatload cleanup --force
+	boatload cleanup --force $(if $(PROFILE),--profile $(PROFILE) --configfile $(CONFIG))
 
 clean: clean-mounts
 	rm -rf results .snakemake

@@ -31,7 +31,8 @@ except ConfigError as exc:
 # lock that no live Snakemake of this clone holds (a killed run) is removed,
 # for a bare `snakemake` as for `make reproduce` (which checks the same first).
 # Snakemake takes its lock after reading this file.
-if locks_matter(sys.argv):
+# (Not in a job of the SLURM executor: its Snakemake runs beside ours, by design.)
+if workflow.is_main_process and locks_matter(sys.argv):
     clear_stale_lock(Path.cwd().resolve())
 
 
@@ -43,15 +44,22 @@ include: "workflow/rules/paper.smk"
 
 # Before anything is mounted: the plan, and every problem of this machine
 # with it at once (preflight.py); `make dry-run` prints the same.
-PLAN_LINES, PREFLIGHT = preflight(config, CONFIGFILE, RUN_LIST, Path(RUNS), scratch_dir(), Path("results"), PLAN_ERRORS)
-print("\n".join(PLAN_LINES), file=sys.stderr)
-if PREFLIGHT.problems:
-    sys.exit(PREFLIGHT.refusal())
+# In the fleet this host only submits: its plan is printed, and each node
+# needs what README's "The fleet on SLURM" lists.
+if workflow.is_main_process:
+    PLAN_LINES, PREFLIGHT = preflight(config, CONFIGFILE, RUN_LIST, Path(RUNS), scratch_dir(), Path("results"), PLAN_ERRORS)
+    if FLEET:
+        PLAN_LINES[1:] = [line for line in PLAN_LINES[1:] if not line.startswith("  ")]
+        PLAN_LINES.append(f"  the fleet: {len(HOSTS)} nodes ({', '.join(HOSTS)}), each measuring every run in its node-local scratch")
+        PREFLIGHT.problems[:] = list(PLAN_ERRORS)
+    print("\n".join(PLAN_LINES), file=sys.stderr)
+    if PREFLIGHT.problems:
+        sys.exit(PREFLIGHT.refusal())
 
 
 rule all:
     input:
         "results/paper/paper.pdf",
-        expand(f"{RUNS}/{{study}}.parquet", study=STUDIES),
+        expand("data/runs/{host}/{study}.parquet", host=HOSTS, study=STUDIES),
         expand("results/blog/{study}.html", study=ANALYSED),
     default_target: True

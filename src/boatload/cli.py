@@ -58,9 +58,30 @@ def _cmd_provenance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cleanup_nodes(args: argparse.Namespace) -> int:
+    """`make clean-mounts PROFILE=slurm`: `boatload cleanup` on every node of the fleet, through srun."""
+    from boatload import cluster
+    from boatload.config import load
+
+    config = load(Path(args.configfile))
+    config["executor"] = "slurm"
+    names = cluster.nodes(config)
+    status = 0
+    for node, code, text in cluster.cleanup_nodes(config, names, force=args.force):
+        for line in text.splitlines() or ["(no output)"]:
+            print(f"{node}: {line}")
+        if code != 0:
+            print(f"{node}: boatload cleanup did not run there or failed (exit {code})", file=sys.stderr)
+            status = 1
+    return status
+
+
 def _cmd_cleanup(args: argparse.Namespace) -> int:
     from boatload.paths import scratch_dir
     from boatload.cleanup import cleanup
+
+    if args.profile == "slurm":
+        return _cmd_cleanup_nodes(args)
 
     scratch = Path(args.scratch) if args.scratch else scratch_dir()
     if not scratch.exists():
@@ -86,7 +107,7 @@ def _cmd_paper(args: argparse.Namespace) -> int:
     from boatload.paper import build_paper
     from boatload.paths import repo_root
 
-    build_paper(repo_root(), Path(args.out), Path(args.results))
+    build_paper(repo_root(), Path(args.out), Path(args.results), fleet=args.fleet)
     print(args.out)
     return 0
 
@@ -95,7 +116,7 @@ def _cmd_blog(args: argparse.Namespace) -> int:
     from boatload.blog import build_blog
 
     try:
-        pages = build_blog(Path(args.results), Path(args.out), args.study or None)
+        pages = build_blog(Path(args.results), Path(args.out), args.study or None, fleet=args.fleet)
     except FileNotFoundError as err:
         print(f"boatload blog: {err}", file=sys.stderr)
         return 1
@@ -108,7 +129,16 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from boatload.reproduce import main as reproduce
 
     extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
-    return reproduce(args.configfile, extra, dry_run=args.dry_run)
+    return reproduce(args.configfile, extra, dry_run=args.dry_run, profile=args.profile)
+
+
+def _cmd_fleet(args: argparse.Namespace) -> int:
+    from boatload.fleet import write
+
+    doc = write(Path(args.results), Path(args.out), args.hosts)
+    print(f"{args.out}: {len(doc['hosts'])} hosts, {len(doc['claims'])} claims, "
+          f"{doc['agreeing_claims']} with one verdict on every host")
+    return 0
 
 
 def _cmd_figure(args: argparse.Namespace) -> int:
@@ -147,6 +177,7 @@ def parser() -> argparse.ArgumentParser:
     repro = sub.add_parser("reproduce", help="run the whole workflow with a progress line (make reproduce)")
     repro.add_argument("--configfile", default="config/config.yaml", help="the scale (default: %(default)s)")
     repro.add_argument("--dry-run", action="store_true", help="print the preflight, the plan and the jobs; run nothing")
+    repro.add_argument("--profile", help="a profile of profiles/ (slurm: the fleet; default: profiles/default, this host)")
     repro.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: passed on to snakemake")
     repro.set_defaults(func=_cmd_reproduce)
 
@@ -167,18 +198,28 @@ def parser() -> argparse.ArgumentParser:
     clean = sub.add_parser("cleanup", help="unmount, detach and delete whatever an interrupted run left")
     clean.add_argument("--scratch", help="scratch directory (default: $BOATLOAD_SCRATCH or results/scratch)")
     clean.add_argument("--force", action="store_true", help="also undo resources of runs that still seem alive")
+    clean.add_argument("--profile", help="slurm: clean up on every node of the config's cluster, through srun")
+    clean.add_argument("--configfile", default="config/config.yaml", help="with --profile slurm: the config naming the nodes")
     clean.set_defaults(func=_cmd_cleanup)
 
     paper = sub.add_parser("paper", help="compile the paper from results/")
     paper.add_argument("--out", default="results/paper/paper.pdf")
     paper.add_argument("--results", default="results")
+    paper.add_argument("--fleet", action="store_true", help="with the fleet section (results/tables/fleet-summary.json)")
     paper.set_defaults(func=_cmd_paper)
 
     blog = sub.add_parser("blog", help="one self-contained HTML page per study from results/")
     blog.add_argument("--results", default="results")
     blog.add_argument("--out", default="results/blog", help="folder for <study>.html")
+    blog.add_argument("--fleet", action="store_true", help="with each host's verdicts (results/tables/fleet-summary.json)")
     blog.add_argument("--study", action="append", choices=names(), help="only this study (repeatable; default: every study with a summary)")
     blog.set_defaults(func=_cmd_blog)
+
+    fleet = sub.add_parser("fleet", help="the fleet summary: every host's verdicts, provenance and spread")
+    fleet.add_argument("--results", default="results")
+    fleet.add_argument("--out", default="results/tables/fleet-summary.json")
+    fleet.add_argument("hosts", nargs="+", help="the hosts, the first one's results in RESULTS, the others' in RESULTS/hosts/<host>")
+    fleet.set_defaults(func=_cmd_fleet)
 
     figure = sub.add_parser("figure", help="rerun one study's notebook and the paper from existing data")
     figure.add_argument("study", choices=names())

@@ -40,6 +40,10 @@ STOP_GRACE_S = 30.0
 STEPS_LINE = re.compile(r"^\d+ of \d+ steps")
 # `boatload run` says so when a run failed (cli._cmd_run); the last line repeats it.
 FAILED_RUN = re.compile(r"^boatload run: (?P<what>.* failed: .*)$")
+# The SLURM executor's word on a job that failed (NODE_FAIL, TIMEOUT, CANCELLED, ...).
+SLURM_FAILED = re.compile(r"SLURM-job '\d+' failed[^.]*, SLURM status is: '[A-Z_]+'")
+# Snakemake's word on a measurement job of the fleet that failed (a node's chain is one group job).
+MEASURE_FAILED = re.compile(r"Error in (group|rule) measure\b")
 
 
 def _say(line: str) -> None:
@@ -127,25 +131,28 @@ def locks_matter(argv: list[str]) -> bool:
 class Progress:
     """Runs done of those pending at the start, elapsed time and time left."""
 
-    def __init__(self, config: dict, root: Path) -> None:
-        runs_dir = root / "data" / "runs" / (config.get("host") or hostname())
+    def __init__(self, config: dict, root: Path, hosts: list[str] | None = None) -> None:
+        # the fleet: every node measures every run, each node's runs count
+        self.hosts = hosts or [config.get("host") or hostname()]
         everything = plan.runs(config)
-        self.pending = plan.pending(everything, str(runs_dir))
-        self.estimate = estimates(self.pending, runs_dir)
+        self.pending_of = {h: plan.pending(everything, str(root / "data" / "runs" / h)) for h in self.hosts}
+        self.pending = [r for h in self.hosts for r in self.pending_of[h]]
+        self.estimate = estimates(self.pending_of[self.hosts[0]], root / "data" / "runs" / self.hosts[0])
         self.analysis_s = ANALYSIS_ESTIMATE_S * len(plan.studies(config))
-        self.runs_dir = str(runs_dir)
+        self.root = root
         self.started = time.monotonic()
         self.done = 0
 
     def line(self) -> str | None:
         """A new progress line when a run has finished since the last one, else None."""
-        done = [r for r in self.pending if os.path.exists(r.raw(self.runs_dir))]
+        done = [r for h in self.hosts for r in self.pending_of[h]
+                if os.path.exists(r.raw(str(self.root / "data" / "runs" / h)))]
         if len(done) == self.done:
             return None
         self.done = len(done)
         elapsed = time.monotonic() - self.started
-        expected_done = sum(self.estimate[r.key] for r in done)
-        left = sum(self.estimate[r.key] for r in self.pending) - expected_done
+        expected_done = sum(self.estimate.get(r.key, 0.0) for r in done) / len(self.hosts)
+        left = sum(self.estimate.get(r.key, 0.0) for r in self.pending) / len(self.hosts) - expected_done
         # The estimates are rough; the runs so far say how rough on this machine.
         pace = min(4.0, max(0.25, elapsed / expected_done)) if expected_done > 0 else 1.0
         remaining = left * pace + self.analysis_s
@@ -187,6 +194,8 @@ def _snakemake(argv: list[str], progress: Progress | None, failures: list[str]) 
         sys.stderr.write(line)
         if failed := FAILED_RUN.match(line.rstrip("\n")):
             failures.append(failed["what"])
+        elif failed := SLURM_FAILED.search(line) or MEASURE_FAILED.search(line):
+            failures.append(failed.group(0).rstrip(". "))
         if progress and STEPS_LINE.match(line):
             update = progress.line()
             if update:
@@ -209,7 +218,46 @@ def _cleanup(when: str) -> None:
         _say(f"cleanup {when}: {exc}; `make clean-mounts` as root undoes it")
 
 
-def main(configfile: str, extra: list[str], dry_run: bool = False) -> int:
+def _profile(root: Path, profile: str | None) -> tuple[list[str], bool]:
+    """Snakemake's arguments for a profile (a name under profiles/, or a folder), and whether
+    it is the fleet (its config.yaml sets `config: {executor: slurm}`)."""
+    if not profile:
+        return [], False
+    folder = root / "profiles" / profile if (root / "profiles" / profile).is_dir() else Path(profile)
+    settings = folder / "config.yaml"
+    if not settings.is_file():
+        known = ", ".join(sorted(p.name for p in (root / "profiles").iterdir() if p.is_dir()))
+        raise SystemExit(f"boatload reproduce: --profile {profile}: no {settings} (profiles: {known})")
+    import yaml
+
+    data = yaml.safe_load(settings.read_text()) or {}
+    return ["--workflow-profile", str(folder)], (data.get("config") or {}).get("executor") == "slurm"
+
+
+def _fleet_cleanup(config: dict, nodes: list[str], when: str) -> None:
+    """`boatload cleanup` on every node (through srun), saying what it did or could not."""
+    from boatload import cluster
+
+    try:
+        states = cluster.node_states(cluster.settings(config).get("partition"))
+    except ConfigError:
+        states = {}
+    down = [n for n in nodes if states.get(n) not in cluster.UP_STATES]
+    for node in down:
+        _say(f"cleanup {when} on {node}: not possible, the node is {states.get(node, 'unknown')}; "
+             "`make clean-mounts PROFILE=slurm` undoes what its runs left when it is back")
+    for node, code, text in cluster.cleanup_nodes(config, [n for n in nodes if n not in down], force=False):
+        lines = [line.removeprefix("boatload cleanup: ") for line in text.splitlines()]
+        if code != 0:
+            _say(f"cleanup {when} on {node}: could not run ({lines[-1] if lines else f'exit {code}'}); "
+                 "`make clean-mounts PROFILE=slurm` undoes it when the node is back")
+            continue
+        for line in lines:
+            if not line.startswith("nothing"):
+                _say(f"cleanup {when} on {node}: {line}")
+
+
+def main(configfile: str, extra: list[str], dry_run: bool = False, profile: str | None = None) -> int:
     root = Path.cwd().resolve()
     if not (root / "Snakefile").is_file():
         raise SystemExit(f"boatload reproduce: run it from the root of a boatload clone (no Snakefile in {root})")
@@ -217,24 +265,53 @@ def main(configfile: str, extra: list[str], dry_run: bool = False) -> int:
         config = load(Path(configfile))
     except ConfigError as exc:
         raise SystemExit(f"boatload: {exc}") from None
-    argv = ["snakemake", "--configfile", configfile, *extra]
+    profile_args, fleet = _profile(root, profile)
+    nodes: list[str] = []
+    if fleet:
+        from boatload import cluster
+
+        config["executor"] = "slurm"
+        try:
+            prepared = cluster.prepare(config)  # the nodes, checked up; $BOATLOAD_NODES for the jobs
+        except ConfigError as exc:
+            raise SystemExit(f"boatload: {exc}") from None
+        nodes = prepared.nodes
+        profile_args += prepared.args
+        _say(f"the fleet: {', '.join(nodes)} through SLURM; data in data/runs/<node>/")
+    argv = ["snakemake", "--configfile", configfile, *profile_args, *extra]
     if dry_run:
         return subprocess.call([*argv, "--dry-run", "--quiet", "rules"])
     lock = take_run_lock(root)
     clear_stale_lock(root)
     started = time.monotonic()
     _cleanup("before the run")
+    if fleet:
+        _fleet_cleanup(config, nodes, "before the run")
     try:
-        progress = Progress(config, root)
+        progress = Progress(config, root, nodes or None)
     except ConfigError:
         progress = None  # the workflow's preflight says what is wrong
     failures: list[str] = []
     status = _snakemake(argv, progress, failures)
     _cleanup("after the run")
+    marked: dict[str, int] = {}
+    if fleet:
+        _fleet_cleanup(config, nodes, "after the run")
+        # a node that failed (or a SLURM job of it): its runs still missing are recorded
+        if progress is not None and status != 0 and any(SLURM_FAILED.search(f) or MEASURE_FAILED.search(f)
+                                                         for f in failures):
+            marked = cluster.mark_unfinished(config, nodes, progress.pending_of, failures)
+            for node, count in marked.items():
+                _say(f"{node}: {count} run{'s' if count > 1 else ''} not measured, recorded as failed in "
+                     f"data/runs/{node}/archive/failed/")
     lock.close()
     took = _clock(time.monotonic() - started)
     if status == 0 and (root / PDF).is_file():
         _say(f"done in {took}: {PDF}")
+    elif marked:
+        done = [n for n in nodes if n not in marked]
+        _say(f"stopped after {took}: {', '.join(marked)} did not finish its runs"
+             + (f"; {', '.join(done)} finished theirs (data/runs/<node>/)" if done else ""))
     elif failures:
         _say(f"stopped after {took}: {failures[-1]}")
     else:

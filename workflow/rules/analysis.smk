@@ -3,16 +3,18 @@
 
 rule tidy:
     input:
-        runs=lambda w: raw_runs(w.study),
-        after=LAST_PENDING_RUN,
+        runs=lambda w: raw_runs(w.study, host_of(w)),
+        after=last_pending_run,
     output:
-        f"{RUNS}/{{study}}.parquet",
+        f"data/runs/{HOST_PART}/{{study}}.parquet",
     params:
-        runs=lambda w: raw_runs(w.study),  # a run taken out of the config reruns this
+        runs=lambda w: raw_runs(w.study, host_of(w)),  # a run taken out of the config reruns this
     wildcard_constraints:
         study="|".join(STUDIES),
+        **FLEET_CONSTRAINTS,
+    localrule: True
     log:
-        "results/logs/tidy/{study}.log",
+        f"{logs('tidy')}/{{study}}.log",
     shell:
         "boatload tidy {wildcards.study} --out {output:q} {input.runs:q} > {log:q} 2>&1"
 
@@ -27,11 +29,35 @@ rule provenance:
         config=CONFIGFILE,
         scale=config["scale"],
         seed=config["seed"],
+    localrule: True
     log:
         "results/logs/provenance.log",
     shell:
         "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} "
         "--order-seed {params.seed} {input:q} > {log:q} 2>&1"
+
+
+if OTHER_HOSTS:
+
+    # The fleet: the provenance of each other node, beside its results.
+    rule provenance_host:
+        input:
+            lambda w: all_raw_runs(w.host),
+        output:
+            "results/hosts/{host}/provenance.json",
+        params:
+            runs=lambda w: all_raw_runs(w.host),
+            config=CONFIGFILE,
+            scale=config["scale"],
+            seed=config["seed"],
+        wildcard_constraints:
+            host="|".join(map(re.escape, OTHER_HOSTS)),
+        localrule: True
+        log:
+            "results/logs/{host}/provenance.log",
+        shell:
+            "boatload provenance --out {output:q} --config {params.config:q} --scale {params.scale} "
+            "--order-seed {params.seed} {input:q} > {log:q} 2>&1"
 
 
 # One papermill notebook per study (rule notebook_<study>); it writes the
@@ -62,9 +88,39 @@ for _study in ANALYSED:
             ],
         params:
             caption=registry()[_study].caption,
+        localrule: True
         log:
             f"results/logs/notebook_{_study}.log",
         shell:
             "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
             "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results "
+            "> {log:q} 2>&1"
+
+
+# The fleet: every other node's notebooks, on its own data, into results/hosts/<host>/
+# (the summaries the fleet section compares; the paper's study sections show the first node).
+for _study in ANALYSED if OTHER_HOSTS else []:
+
+    rule:
+        name:
+            f"notebook_{_study}_host"
+        input:
+            notebook=f"notebooks/{_study}.ipynb",
+            data=f"data/runs/{{host}}/{_study}.parquet",
+            reference=f"data/reference/{_study}.csv",
+            provenance="results/hosts/{host}/provenance.json",
+        output:
+            notebook=f"results/hosts/{{host}}/notebooks/{_study}.ipynb",
+            table=f"results/hosts/{{host}}/tables/{_study}.csv",
+            summary=f"results/hosts/{{host}}/tables/{_study}-summary.json",
+        params:
+            out="results/hosts/{host}",
+        wildcard_constraints:
+            host="|".join(map(re.escape, OTHER_HOSTS)),
+        localrule: True
+        log:
+            f"results/logs/{{host}}/notebook_{_study}.log",
+        shell:
+            "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
+            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir {params.out:q} "
             "> {log:q} 2>&1"

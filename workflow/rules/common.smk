@@ -4,15 +4,50 @@
 
 import json
 import os
+import re
+import sys
 from glob import glob
 
-from boatload import plan
+from boatload import cluster, plan
+from boatload.errors import ConfigError
 from boatload.interference import DEFAULTS as INTERFERENCE_DEFAULTS
 from boatload.studies import registry
 from boatload.system import hostname
 
 HOST = config.get("host") or hostname()
-RUNS = f"data/runs/{HOST}"
+# The fleet (profiles/slurm sets `executor: slurm`): every node of the config's
+# `cluster` measures every run into data/runs/<node>/ through the SLURM
+# executor; analysis and the paper run here. Otherwise this host alone.
+FLEET = cluster.fleet(config)
+try:
+    HOSTS = cluster.nodes(config) if FLEET else [HOST]
+except ConfigError as exc:
+    sys.exit(f"boatload: {exc}")
+# The first host's notebooks write results/ (the paper's study sections); the
+# others' write results/hosts/<host>/, which the fleet section compares.
+PRIMARY = HOSTS[0]
+OTHER_HOSTS = HOSTS[1:]
+RUNS = f"data/runs/{PRIMARY}"
+# In the rules' file names: this host's name, or the {host} wildcard in the fleet.
+HOST_PART = "{host}" if FLEET else HOST
+
+
+def host_of(w):
+    return getattr(w, "host", PRIMARY)
+
+
+def runs_dir(host):
+    return f"data/runs/{host}"
+
+
+def results_of(host):
+    """Where a host's notebooks write: results/ for the first, results/hosts/<host>/ for the others."""
+    return "results" if host == PRIMARY else f"results/hosts/{host}"
+
+
+def logs(kind):
+    """The log folder of a rule: results/logs/<kind>, per host in the fleet."""
+    return f"results/logs/{{host}}/{kind}" if FLEET else f"results/logs/{kind}"
 CONFIGFILE = os.path.relpath(str((workflow.overwrite_configfiles or ["config/config.yaml"])[-1]))
 # The studies this config asks for and this version of boatload can run, in the paper's order.
 STUDIES = plan.studies(config)
@@ -38,18 +73,18 @@ RUN_LIST = plan.runs(config, PLAN_ERRORS)
 JOBS = {run.key: {**run.job, "interference": INTERFERENCE} for run in RUN_LIST}
 
 
-def raw_run(name, target, point, rep):
+def raw_run(name, target, point, rep, host=PRIMARY):
     """data/runs/<host>/<study>/<target>/<point>/rep<N>.json"""
-    return plan.raw_run(RUNS, name, target, point, rep)
+    return plan.raw_run(runs_dir(host), name, target, point, rep)
 
 
-def raw_runs(name):
+def raw_runs(name, host=PRIMARY):
     """A study's raw runs, in a fixed order (not the run order, which follows the seed)."""
-    return sorted(run.raw(RUNS) for run in RUN_LIST if run.study == name)
+    return sorted(run.raw(runs_dir(host)) for run in RUN_LIST if run.study == name)
 
 
-def all_raw_runs():
-    return [run for name in STUDIES for run in raw_runs(name)]
+def all_raw_runs(host=PRIMARY):
+    return [run for name in STUDIES for run in raw_runs(name, host)]
 
 
 # The runs still to measure form one chain in that order: each waits for the
@@ -61,13 +96,15 @@ def all_raw_runs():
 # because another one is measured again (a link to a run that will be made
 # counts as an updated input, `ancient` or not). A run measured again while
 # its result exists (changed params, --forcerun) is not in the chain.
-PENDING = [run.key for run in plan.pending(RUN_LIST, RUNS)]
-PREVIOUS_PENDING = dict(zip(PENDING[1:], PENDING))
+# In the fleet each node has its own chain (one measurement at a time per node).
+PENDING_OF = {host: [run.key for run in plan.pending(RUN_LIST, runs_dir(host))] for host in HOSTS}
+PREVIOUS_PENDING_OF = {host: dict(zip(keys[1:], keys)) for host, keys in PENDING_OF.items()}
 
 
 def previous_run(w):
-    key = (w.study, w.target, w.point, int(w.rep))
-    return raw_run(*PREVIOUS_PENDING[key]) if key in PREVIOUS_PENDING else []
+    host, key = host_of(w), (w.study, w.target, w.point, int(w.rep))
+    before = PREVIOUS_PENDING_OF[host].get(key)
+    return raw_run(*before, host=host) if before else []
 
 
 def measure_job(w):
@@ -77,8 +114,46 @@ def measure_job(w):
 
 # While any run is still to measure, the analysis (every tidy table, and so
 # every notebook) waits for the last of them, so nothing of ours runs beside a
-# measurement; with nothing to measure it waits for nothing.
-LAST_PENDING_RUN = raw_run(*PENDING[-1]) if PENDING else []
+# measurement; with nothing to measure it waits for nothing. In the fleet, a
+# node's tables wait for that node's last run.
+LAST_PENDING_RUN_OF = {host: raw_run(*keys[-1], host=host) if keys else [] for host, keys in PENDING_OF.items()}
+
+
+def last_pending_run(w):
+    return LAST_PENDING_RUN_OF[host_of(w)]
+
+
+# The fleet: SLURM resources of a measurement (its node, partition, account,
+# time limit) and its node-local scratch. Each node's chain of measurements
+# is one SLURM job (profiles/slurm puts rule measure in one group, and a
+# group job is one connected chain).
+CLUSTER = cluster.settings(config)
+RUN_ESTIMATE_S = {run.key: plan.estimate_s(run) for run in RUN_LIST} if FLEET else {}
+
+
+def measure_runtime(w):
+    """Minutes: cluster.runtime_min, else 4 x the run's estimate plus 5."""
+    if CLUSTER.get("runtime_min"):
+        return int(CLUSTER["runtime_min"])
+    return 5 + int(4 * RUN_ESTIMATE_S.get((w.study, w.target, w.point, int(w.rep)), 60) / 60)
+
+
+# Only in the fleet, so a single host's measurements keep their recorded params.
+FLEET_PARAMS = {"scratch": lambda w: cluster.scratch_of(config, w.host)} if FLEET else {}
+FLEET_CONSTRAINTS = {"host": "|".join(map(re.escape, HOSTS))} if FLEET else {}
+FLEET_RESOURCES = (
+    {
+        # the node, and nobody else's jobs on it while it measures
+        "slurm_extra": lambda w: f"--nodelist={w.host} --exclusive",
+        "runtime": measure_runtime,
+        "cpus_per_task": 1,
+        "mem_mb": 1000,
+        **({"slurm_partition": CLUSTER["partition"]} if CLUSTER.get("partition") else {}),
+        **({"slurm_account": CLUSTER["account"]} if CLUSTER.get("account") else {}),
+    }
+    if FLEET
+    else {}
+)
 
 
 def figure_files(name, ext="svg"):
@@ -98,6 +173,7 @@ if WORKER == "native/build/boatload-worker":
             makefile="native/Makefile",
         output:
             WORKER,
+        localrule: True
         log:
             "results/logs/build_worker.log",
         shell:

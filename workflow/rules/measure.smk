@@ -9,19 +9,24 @@ rule measure:
         **PINNED,
         previous=previous_run,
     output:
-        f"{RUNS}/{{study}}/{{target}}/{{point}}/rep{{rep}}.json",
+        f"data/runs/{HOST_PART}/{{study}}/{{target}}/{{point}}/rep{{rep}}.json",
     params:
         job=measure_job,
-        runs=RUNS,
+        runs=lambda w: runs_dir(host_of(w)),
+        # the fleet: each node's node-local scratch (cluster.scratch)
+        **FLEET_PARAMS,
     wildcard_constraints:
         study="|".join(STUDIES),
         target="[a-z0-9-]+",
         point="[A-Za-z0-9._-]+",
         rep=r"\d+",
+        **FLEET_CONSTRAINTS,
     resources:
         bench=1,
+        **FLEET_RESOURCES,
     log:
-        f"results/logs/measure/{{study}}/{{target}}/{{point}}/rep{{rep}}.log",
+        f"{logs('measure')}/{{study}}/{{target}}/{{point}}/rep{{rep}}.log",
     shell:
-        "boatload run {wildcards.study} --job {params.job:q} --out {output:q} --runs-dir {params.runs:q} "
+        ("BOATLOAD_SCRATCH={params.scratch:q} " if FLEET else "")
+        + "boatload run {wildcards.study} --job {params.job:q} --out {output:q} --runs-dir {params.runs:q} "
         "2> >(tee {log:q} >&2)"
