@@ -4,19 +4,24 @@
  * The directories (or DIR itself with --dirs 0) are opened once per run and
  * their fds shared by all threads: every file operation is a single *at()
  * call relative to a directory fd, with O_NOFOLLOW / AT_SYMLINK_NOFOLLOW,
- * so no path is walked and no symlink is followed. Each phase first makes
- * sure all directories are open (the create phase makes them with mkdirat;
- * threads share that work and wait for each other), then hands out the
- * positions 0..files-1 in chunks through one atomic counter. Position pos
- * visits file meta_order_file(pos): itself, or a keyed permutation of it.
- * The last thread to finish its chunk in a delete phase removes the
- * directories.
+ * so no path is walked and no symlink is followed.
+ *
+ * The directories are made and removed outside the file phases' timed
+ * windows, in directory phases of their own ("dir_phases" in the JSON):
+ * "mkdir" before each create phase (mkdirat and open, threads sharing the
+ * directories), "rmdir" after each delete phase. Any other phase first
+ * opens the directories not open yet, untimed.
+ *
+ * Each thread of a file phase has a fixed share (meta_share, split.h): whole
+ * directories when there are at least as many directories as threads, so no
+ * two threads work in one directory; else a chunk of one directory's
+ * files. A share is a contiguous block of file indices, visited in order or
+ * in a keyed permutation of the block (meta_order_init_share).
  */
 #include "meta.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +141,13 @@ void meta_order_init(struct meta_order *o, uint64_t files, int random, uint64_t 
     perm_init(&o->perm, files, mix64(mix64(seed ^ 0x6d657461ull) + phase_index + 1));
 }
 
+void meta_order_init_share(struct meta_order *o, uint64_t begin, uint64_t end, int random, uint64_t seed,
+                           unsigned phase_index)
+{
+    o->random = random;
+    perm_init(&o->perm, end - begin, mix64(mix64(seed ^ 0x6d657461ull) + phase_index + 1) ^ mix64(begin + 1));
+}
+
 /* ---- the workload --------------------------------------------------------- */
 
 struct meta_opts {
@@ -155,13 +167,12 @@ struct meta_plan {
     uint64_t ndirfds;
     unsigned char *content;      /* source of the bytes written by create */
     uint64_t size_key;
-    uint64_t chunk;              /* positions per work item */
+    uint64_t chunk;              /* the most files of one thread's share */
     /* the phase being run */
     int op;
-    struct meta_order order;
-    _Atomic uint64_t next_pos;
-    _Atomic uint64_t next_dir, dirs_ready;
-    _Atomic uint64_t files_done; /* positions finished (delete: when to remove the dirs) */
+    int random;
+    unsigned phase_index;
+    _Atomic uint64_t next_dir;   /* directory phases: the next directory */
 };
 
 static int parse_phases(const char *val, void *dst, char *err, size_t errlen)
@@ -187,60 +198,75 @@ static void fail_file(struct phase_thread *t, const struct meta_plan *p, uint64_
     phase_fail(t, err, where);
 }
 
-/* Make (create phase) and open every directory not open yet, shared among
- * the threads; then wait until all are. Returns -1 when the phase stops. */
-static int ready_dirs(struct phase_thread *t, struct meta_plan *p)
+/* Directory phase "mkdir" (before a create phase): make and open the
+ * directories, shared among the threads one at a time. t->ops counts the
+ * directories made, t->existing those already there. */
+static void mkdir_worker(struct phase_thread *t, void *arg)
 {
-    if (p->lay.dirs == 0)
-        return 0;
+    struct meta_plan *p = arg;
     const int fsync_dir = p->o->fsync == FSYNC_DIR;
     char name[SHAPE_NAME_MAX];
-    for (;;) {
-        if (phase_stopping(t))
-            return -1;
+    while (!phase_stopping(t)) {
         uint64_t j = atomic_fetch_add(&p->next_dir, 1);
         if (j >= p->ndirfds)
             break;
-        if (p->dirfds[j] < 0) {
-            shape_name(&p->lay.names, 0, j, name);
-            if (p->op == META_CREATE) {
-                if (mkdirat(p->rootfd, name, 0755) == 0) {
-                    t->dirs++;
-                    if (fsync_dir && fsync(p->rootfd) != 0) {
-                        phase_fail(t, errno, name);
-                        return -1;
-                    }
-                } else if (errno != EEXIST) {
-                    phase_fail(t, errno, name);
-                    return -1;
-                }
+        shape_name(&p->lay.names, 0, j, name);
+        if (mkdirat(p->rootfd, name, 0755) == 0) {
+            t->ops++;
+            if (fsync_dir && fsync(p->rootfd) != 0) {
+                phase_fail(t, errno, name);
+                return;
             }
+        } else if (errno == EEXIST) {
+            t->existing++;
+        } else {
+            phase_fail(t, errno, name);
+            return;
+        }
+        phase_publish_counts(t);
+        if (p->dirfds[j] < 0) {
             int fd = openat(p->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (fd < 0) {
                 phase_fail(t, errno, name);
-                return -1;
+                return;
             }
             p->dirfds[j] = fd;
         }
-        atomic_fetch_add(&p->dirs_ready, 1);
     }
-    while (atomic_load(&p->dirs_ready) < p->ndirfds) {
-        if (phase_stopping(t))
-            return -1;
-        sched_yield();
+}
+
+/* Before a phase other than create: open the directories not open yet
+ * (untimed). 0, or the errno with the directory's name in where. */
+static int open_dirs(struct meta_plan *p, char *where, size_t wlen)
+{
+    if (p->lay.dirs == 0)
+        return 0;
+    for (uint64_t j = 0; j < p->ndirfds; j++) {
+        if (p->dirfds[j] >= 0)
+            continue;
+        char name[SHAPE_NAME_MAX];
+        shape_name(&p->lay.names, 0, j, name);
+        int fd = openat(p->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            snprintf(where, wlen, "%s", name);
+            return e;
+        }
+        p->dirfds[j] = fd;
     }
     return 0;
 }
 
-/* Delete phase, after the last file: close and remove the directories. */
-static void remove_dirs(struct phase_thread *t, struct meta_plan *p)
+/* Directory phase "rmdir" (after a delete phase): close and remove the
+ * directories, shared among the threads one at a time. */
+static void rmdir_worker(struct phase_thread *t, void *arg)
 {
-    if (p->lay.dirs == 0)
-        return;
+    struct meta_plan *p = arg;
     char name[SHAPE_NAME_MAX];
-    for (uint64_t j = 0; j < p->ndirfds; j++) {
-        if (phase_stopping(t))
-            return;
+    while (!phase_stopping(t)) {
+        uint64_t j = atomic_fetch_add(&p->next_dir, 1);
+        if (j >= p->ndirfds)
+            break;
         if (p->dirfds[j] >= 0) {
             close(p->dirfds[j]);
             p->dirfds[j] = -1;
@@ -250,10 +276,13 @@ static void remove_dirs(struct phase_thread *t, struct meta_plan *p)
             phase_fail(t, errno, name);
             return;
         }
-        t->dirs++;
+        t->ops++;
+        phase_publish_counts(t);
+        if (p->o->fsync == FSYNC_DIR && fsync(p->rootfd) != 0) {
+            phase_fail(t, errno, ".");
+            return;
+        }
     }
-    if (p->o->fsync == FSYNC_DIR && fsync(p->rootfd) != 0)
-        phase_fail(t, errno, ".");
 }
 
 /* One file operation. 0: done; 1: create found the file already there
@@ -363,13 +392,15 @@ static void meta_worker(struct phase_thread *t, void *arg)
 {
     struct meta_plan *p = arg;
     const struct meta_layout *lay = &p->lay;
-    const uint64_t n = lay->files;
     const unsigned flevel = lay->names.nlevels - 1;
     char name[SHAPE_NAME_MAX];
     unsigned char *buf = NULL;
 
-    if (ready_dirs(t, p) != 0)
-        return;
+    struct split_share sh;
+    uint64_t begin, end;
+    meta_share(lay, (unsigned)p->o->c.threads, t->id, &sh, &begin, &end);
+    struct meta_order order;
+    meta_order_init_share(&order, begin, end, p->random, p->o->c.seed, p->phase_index);
     if (p->op == META_READ) {
         buf = malloc(META_IO_CHUNK);
         if (!buf) {
@@ -378,38 +409,55 @@ static void meta_worker(struct phase_thread *t, void *arg)
         }
     }
     uint64_t t0 = now_ns();
-    while (!phase_stopping(t)) {
-        uint64_t begin = atomic_fetch_add_explicit(&p->next_pos, p->chunk, memory_order_relaxed);
-        if (begin >= n)
+    for (uint64_t pos = 0; pos < end - begin; pos++) {
+        if (__builtin_expect(phase_stopping(t), 0))
             break;
-        uint64_t end = begin + p->chunk < n ? begin + p->chunk : n;
-        for (uint64_t pos = begin; pos < end; pos++) {
-            if (__builtin_expect(phase_stopping(t), 0))
-                goto out;
-            uint64_t i = meta_order_file(&p->order, pos), d, l;
-            meta_locate(lay, i, &d, &l);
-            shape_name(&lay->names, flevel, l, name);
-            int rc = do_op(t, p, p->dirfds[d], i, name, buf);
-            if (__builtin_expect(rc != 0, 0)) {
-                if (rc == 1) {
-                    t->existing++;
-                    t0 = now_ns();
-                    continue;
-                }
-                fail_file(t, p, d, name, -rc);
-                goto out;
+        uint64_t i = begin + meta_order_file(&order, pos), d, l;
+        meta_locate(lay, i, &d, &l);
+        shape_name(&lay->names, flevel, l, name);
+        int rc = do_op(t, p, p->dirfds[d], i, name, buf);
+        if (__builtin_expect(rc != 0, 0)) {
+            if (rc == 1) {
+                t->existing++;
+                t0 = now_ns();
+                continue;
             }
-            uint64_t t1 = now_ns();
-            hist_record(&t->hist, t1 - t0);
-            t0 = t1;
-            phase_publish_counts(t);
+            fail_file(t, p, d, name, -rc);
+            break;
         }
-        uint64_t did = end - begin;
-        if (atomic_fetch_add(&p->files_done, did) + did == n && p->op == META_DELETE)
-            remove_dirs(t, p);
+        uint64_t t1 = now_ns();
+        hist_record(&t->hist, t1 - t0);
+        t0 = t1;
+        phase_publish_counts(t);
     }
-out:
     free(buf);
+}
+
+/* "split": how the file phases' work is shared (the same for every phase). */
+static void write_split(struct json *j, const struct meta_plan *p)
+{
+    unsigned threads = (unsigned)p->o->c.threads;
+    uint64_t ndirs = p->lay.dirs ? p->lay.dirs : 1;
+    json_obj_begin(j);
+    json_key(j, "by");
+    json_str(j, split_by_dirs(ndirs, threads) ? "dirs" : "files");
+    json_key(j, "threads");
+    json_arr_begin(j);
+    for (unsigned t = 0; t < threads; t++) {
+        struct split_share sh;
+        uint64_t begin, end;
+        meta_share(&p->lay, threads, t, &sh, &begin, &end);
+        json_obj_begin(j);
+        json_key(j, "first_dir");
+        json_u64(j, sh.dir_begin);
+        json_key(j, "dirs");
+        json_u64(j, sh.dir_end - sh.dir_begin);
+        json_key(j, "files");
+        json_u64(j, end - begin);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    json_obj_end(j);
 }
 
 static void write_params(struct json *j, const void *arg)
@@ -454,6 +502,8 @@ static void write_params(struct json *j, const void *arg)
     json_double(j, o->c.interval_s);
     json_key(j, "files_per_work_item");
     json_u64(j, p->chunk);
+    json_key(j, "split");
+    write_split(j, p);
     json_obj_end(j);
 }
 
@@ -508,7 +558,10 @@ const struct cli_command meta_command = {
     .summary = "create/open/stat/read/delete phases over small files (bonnie++ -n)",
     .synopsis = "--dir DIR --files N --dirs K [OPTION]...",
     .notes = "Each phase is timed on its own and visits every file once, in sequential or seeded random order. "
-             "The delete phase removes the directories after the last file.",
+             "Each thread has whole directories of its own when there are at least as many directories as "
+             "threads, else a chunk of one directory; a random order is a permutation of each thread's share. "
+             "The directories are made before each create phase and removed after each delete phase, timed "
+             "apart (\"dir_phases\").",
 };
 
 /* Parse: the arguments into opts. CLI_CONTINUE or the exit code. */
@@ -574,26 +627,52 @@ static int make_plan(struct meta_plan *p, const struct meta_opts *o)
     p->size_key = splitmix64(&st);
     if (p->content && o->content == CONTENT_RANDOM)
         prng_fill(p->content, content_len, splitmix64(&st), 0);
-    uint64_t chunk = o->files / (o->c.threads * 8);
-    p->chunk = chunk < 1 ? 1 : chunk > 1024 ? 1024 : chunk;
+    p->chunk = 0;
+    for (unsigned t = 0; t < o->c.threads; t++) {
+        struct split_share sh;
+        uint64_t begin, end;
+        meta_share(&p->lay, (unsigned)o->c.threads, t, &sh, &begin, &end);
+        if (end - begin > p->chunk)
+            p->chunk = end - begin;
+    }
     return CLI_CONTINUE;
 }
 
+/* A directory phase (mkdir_worker or rmdir_worker) belonging to file phase
+ * k, into *d. 0, or -1 when out of memory. */
+static int run_dir_phase(struct meta_plan *p, struct phase_result *d, const char *name, phase_worker_fn fn,
+                         unsigned k)
+{
+    const struct meta_opts *o = p->o;
+    atomic_store(&p->next_dir, 0);
+    struct phase_opts po = {
+        .name = name,
+        .unit = "dirs",
+        .threads = (unsigned)o->c.threads,
+        .interval_s = o->c.interval_s,
+        .progress = 0, /* --progress lines are the file phases' */
+        .expected_ops = p->lay.dirs,
+        .run = k,
+        .no_sync = 1,
+    };
+    return phase_run(d, &po, fn, p) != 0 && !d->lat ? -1 : 0;
+}
+
 /* Run: the phases in order, until one ends the run; then close and free
- * the directories and the content. Returns how many phases have results;
- * *oom when one could not run for lack of memory. */
-static size_t run_phases(struct meta_plan *p, struct phase_result *res, int *oom)
+ * the directories and the content. The directory phases go to dres
+ * (*ndres of them, at most one per file phase). Returns how many phases
+ * have results; *oom when one could not run for lack of memory. */
+static size_t run_phases(struct meta_plan *p, struct phase_result *res, struct phase_result *dres,
+                         size_t *ndres, int *oom)
 {
     const struct meta_opts *o = p->o;
     size_t nres = 0;
+    *ndres = 0;
     for (unsigned k = 0; k < o->phases.n; k++) {
         const struct meta_phase *ph = &o->phases.p[k];
         p->op = ph->op;
-        meta_order_init(&p->order, o->files, ph->random, o->c.seed, k);
-        atomic_store(&p->next_pos, 0);
-        atomic_store(&p->next_dir, 0);
-        atomic_store(&p->dirs_ready, 0);
-        atomic_store(&p->files_done, 0);
+        p->random = ph->random;
+        p->phase_index = k;
         struct phase_opts po = {
             .name = meta_op_names[ph->op],
             .unit = "files",
@@ -603,14 +682,56 @@ static size_t run_phases(struct meta_plan *p, struct phase_result *res, int *oom
             .expected_ops = o->files,
             .order = ph->random ? "random" : "sequential",
             .with_bytes = 1,
+            .per_thread = 1,
         };
+        uint64_t made = 0;
+        if (p->lay.dirs && ph->op == META_CREATE) {
+            struct phase_result *d = &dres[(*ndres)++];
+            if (run_dir_phase(p, d, "mkdir", mkdir_worker, k) != 0) {
+                (*ndres)--;
+                *oom = 1;
+                break;
+            }
+            if (phase_result_ends_run(d)) {
+                /* the create phase did not start: it carries the mkdir phase's error or interruption */
+                if (phase_result_not_run(&res[k], &po, d) != 0)
+                    *oom = 1;
+                else
+                    nres = k + 1;
+                break;
+            }
+            made = d->ops;
+        } else {
+            char where[PHASE_WHERE_MAX];
+            int err = open_dirs(p, where, sizeof where);
+            if (err) {
+                if (phase_result_setup_failed(&res[k], &po, err, where) != 0) {
+                    *oom = 1;
+                    break;
+                }
+                nres = k + 1;
+                break;
+            }
+        }
         if (phase_run(&res[k], &po, meta_worker, p) != 0 && !res[k].lat) {
             *oom = 1;
             break;
         }
         nres = k + 1;
+        res[k].dirs = made; /* made by its mkdir phase, outside its timed window */
         if (phase_result_ends_run(&res[k]))
             break;
+        if (p->lay.dirs && ph->op == META_DELETE) {
+            struct phase_result *d = &dres[(*ndres)++];
+            if (run_dir_phase(p, d, "rmdir", rmdir_worker, k) != 0) {
+                (*ndres)--;
+                *oom = 1;
+                break;
+            }
+            res[k].dirs = d->ops; /* removed by its rmdir phase, outside its timed window */
+            if (phase_result_ends_run(d))
+                break;
+        }
     }
     close_dirs(p);
     close(p->rootfd);
@@ -620,7 +741,8 @@ static size_t run_phases(struct meta_plan *p, struct phase_result *res, int *oom
 }
 
 /* Report: the document. Returns the exit code. */
-static int write_report(struct meta_plan *p, struct phase_result *res, size_t nres, int oom)
+static int write_report(struct meta_plan *p, struct phase_result *res, size_t nres, struct phase_result *dres,
+                        size_t ndres, int oom)
 {
     struct report rep = {
         .workload = "meta",
@@ -628,10 +750,14 @@ static int write_report(struct meta_plan *p, struct phase_result *res, size_t nr
         .params_arg = p,
         .phases = res,
         .nphases = nres,
+        .with_dir_phases = 1,
+        .dir_phases = dres,
+        .ndir_phases = ndres,
         .out_of_memory = oom,
     };
     int code = report_finish(&rep, p->o->c.out);
     phase_results_free(res, nres);
+    phase_results_free(dres, ndres);
     return code;
 }
 
@@ -642,8 +768,9 @@ int meta_main(int argc, char **argv)
         code = make_plan(&plan, &opts);
     if (code != CLI_CONTINUE)
         return code;
-    static struct phase_result res[META_MAX_PHASES];
+    static struct phase_result res[META_MAX_PHASES], dres[META_MAX_PHASES];
+    size_t ndres = 0;
     int oom = 0;
-    size_t nres = run_phases(&plan, res, &oom);
-    return write_report(&plan, res, nres, oom);
+    size_t nres = run_phases(&plan, res, dres, &ndres, &oom);
+    return write_report(&plan, res, nres, dres, ndres, oom);
 }

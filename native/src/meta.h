@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "prng.h"
 #include "shape.h"
+#include "split.h"
 
 #define META_MAX_PHASES 16
 #define META_MAX_FILES 1000000000000ull  /* 1e12 */
@@ -75,6 +76,29 @@ static inline void meta_locate(const struct meta_layout *l, uint64_t i, uint64_t
     }
 }
 
+/* The first file of directory d (0..dirs; dirs gives files). With dirs == 0
+ * DIR is the one directory: 0 and 1 give 0 and files. */
+static inline uint64_t meta_dir_first(const struct meta_layout *l, uint64_t d)
+{
+    if (l->dirs == 0)
+        return d ? l->files : 0;
+    return d * l->per + (d < l->rem ? d : l->rem);
+}
+
+/* Thread t's share of a phase (see split.h): the files [*begin, *end), a
+ * contiguous block of file indices, whole directories when there are at
+ * least as many directories (DIR itself with dirs == 0) as threads. */
+static inline void meta_share(const struct meta_layout *l, unsigned threads, unsigned t, struct split_share *s,
+                              uint64_t *begin, uint64_t *end)
+{
+    split_share(l->dirs ? l->dirs : 1, threads, t, s);
+    uint64_t first = meta_dir_first(l, s->dir_begin), last = meta_dir_first(l, s->dir_end);
+    uint64_t b, e;
+    split_chunk(last - first, s->part, s->parts, &b, &e);
+    *begin = first + b;
+    *end = first + e;
+}
+
 /* Size of file i: uniform in [min, max], a pure function of (key, i), so
  * that the same seed gives the same sizes whatever the order or threads. */
 static inline uint64_t meta_file_size(const struct meta_size *sz, uint64_t key, uint64_t i)
@@ -86,13 +110,17 @@ static inline uint64_t meta_file_size(const struct meta_size *sz, uint64_t key, 
 /* Visit order of one phase: position pos (0..files-1) to file index. The
  * random order is a keyed permutation (every file exactly once), keyed by
  * the seed and the phase's place in the list: the same seed and phase list
- * give the same orders. */
+ * give the same orders. A thread's share of files [begin, end) is visited as
+ * begin + meta_order_file(pos) for pos in 0..end-begin-1, its order from
+ * meta_order_init_share (keyed by begin as well). */
 struct meta_order {
     int random;
     struct perm perm;
 };
 
 void meta_order_init(struct meta_order *o, uint64_t files, int random, uint64_t seed, unsigned phase_index);
+void meta_order_init_share(struct meta_order *o, uint64_t begin, uint64_t end, int random, uint64_t seed,
+                           unsigned phase_index);
 
 static inline uint64_t meta_order_file(const struct meta_order *o, uint64_t pos)
 {

@@ -183,6 +183,11 @@ static int result_init(struct phase_result *res, const struct phase_opts *o)
     res->class_names = o->class_names;
     res->lat = malloc(sizeof *res->lat);
     int oom = !res->lat;
+    if (o->per_thread) {
+        res->nthreads = o->threads;
+        res->thread_ops = calloc(o->threads ? o->threads : 1, sizeof *res->thread_ops);
+        oom |= !res->thread_ops;
+    }
     for (unsigned k = 0; k < res->nclasses; k++) {
         res->cls[k].lat = malloc(sizeof *res->cls[k].lat);
         oom |= !res->cls[k].lat;
@@ -207,6 +212,21 @@ int phase_result_setup_failed(struct phase_result *res, const struct phase_opts 
     res->error.err = err;
     snprintf(res->error.where, sizeof res->error.where, "%s", where ? where : "");
     /* one empty interval, like any phase that did no work */
+    struct counts none = {0};
+    if (add_sample(res, 0.0, &none, 0.0) != 0) {
+        phase_result_free(res);
+        return -1;
+    }
+    return 0;
+}
+
+int phase_result_not_run(struct phase_result *res, const struct phase_opts *o,
+                         const struct phase_result *cause)
+{
+    if (result_init(res, o) != 0)
+        return -1;
+    res->error = cause->error;
+    res->interrupted = cause->interrupted;
     struct counts none = {0};
     if (add_sample(res, 0.0, &none, 0.0) != 0) {
         phase_result_free(res);
@@ -293,7 +313,8 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
         atomic_store(&run.stop, 1);
     }
     struct cpu_times cpu0, cpu1;
-    phase_sync("begin", o->name);
+    if (!o->no_sync)
+        phase_sync("begin", o->name);
     cpu_times_now(&cpu0);
     uint64_t t_start = now_ns();
     pthread_mutex_lock(&run.lock);
@@ -337,13 +358,16 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
     for (unsigned i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
     cpu_times_now(&cpu1);
-    phase_sync("end", o->name);
+    if (!o->no_sync)
+        phase_sync("end", o->name);
 
     uint64_t t_end = t_start;
     for (unsigned i = 0; i < started; i++) {
         if (th[i]->t_end > t_end)
             t_end = th[i]->t_end;
         res->ops += th[i]->ops;
+        if (res->thread_ops)
+            res->thread_ops[i] = th[i]->ops;
         res->dirs += th[i]->dirs;
         res->bytes += th[i]->bytes;
         res->existing += th[i]->existing;
@@ -402,8 +426,10 @@ void phase_result_free(struct phase_result *res)
 {
     free(res->lat);
     free(res->iv);
+    free(res->thread_ops);
     res->lat = NULL;
     res->iv = NULL;
+    res->thread_ops = NULL;
     for (unsigned k = 0; k < PHASE_MAX_CLASSES; k++) {
         free(res->cls[k].lat);
         res->cls[k].lat = NULL;
@@ -476,6 +502,14 @@ void phase_write_json(struct json *j, const struct phase_result *r)
     json_key(j, "cpu_sys_s");
     json_double(j, r->cpu_sys_s);
 
+    if (r->thread_ops) {
+        json_key(j, "thread_ops");
+        json_arr_begin(j);
+        for (unsigned i = 0; i < r->nthreads; i++)
+            json_u64(j, r->thread_ops[i]);
+        json_arr_end(j);
+    }
+
     write_latency(j, r->lat);
 
     for (unsigned k = 0; k < r->nclasses; k++) {
@@ -522,5 +556,27 @@ void phase_write_json(struct json *j, const struct phase_result *r)
         json_obj_end(j);
     }
     json_arr_end(j);
+    json_obj_end(j);
+}
+
+void phase_write_dir_json(struct json *j, const struct phase_result *r)
+{
+    json_obj_begin(j);
+    json_key(j, "name");
+    json_str(j, r->name);
+    json_key(j, "phase");
+    json_u64(j, r->run);
+    json_key(j, "dirs");
+    json_u64(j, r->ops);
+    json_key(j, "existing");
+    json_u64(j, r->existing);
+    json_key(j, "seconds");
+    json_double(j, r->seconds);
+    json_key(j, "dirs_per_s");
+    json_double(j, rate(r->ops, r->seconds));
+    json_key(j, "cpu_user_s");
+    json_double(j, r->cpu_user_s);
+    json_key(j, "cpu_sys_s");
+    json_double(j, r->cpu_sys_s);
     json_obj_end(j);
 }

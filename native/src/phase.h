@@ -68,6 +68,8 @@ struct phase_result {
     struct hist *lat;              /* merged latencies (ns) */
     struct interval_sample *iv;
     size_t n_iv, cap_iv;
+    uint64_t *thread_ops;          /* per_thread: ops of each thread, nthreads entries */
+    unsigned nthreads;
     int interrupted;               /* stopped by SIGINT/SIGTERM */
     struct run_error error;        /* first failing system call, if any */
 };
@@ -85,6 +87,8 @@ struct phase_opts {
     int with_bytes;            /* bytes and MB/s in the interval samples */
     unsigned nclasses;         /* 0..PHASE_MAX_CLASSES op classes */
     const char *const *class_names; /* e.g. {"read", "write"} */
+    int per_thread;            /* report "thread_ops", each thread's ops (tree, meta) */
+    int no_sync;               /* not announced on BOATLOAD_PHASE_SYNC_FD (directory phases) */
 };
 
 struct ops_slot {
@@ -161,6 +165,12 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
 int phase_result_setup_failed(struct phase_result *res, const struct phase_opts *o, int err,
                               const char *where);
 
+/* Initialise res as a phase that did not start because the phase before
+ * it (cause: a directory phase) ended the run: no ops, cause's error or
+ * interruption. Returns -1 only when out of memory (res->lat NULL). */
+int phase_result_not_run(struct phase_result *res, const struct phase_opts *o,
+                         const struct phase_result *cause);
+
 void phase_result_free(struct phase_result *res);
 /* phase_result_free of res[0..n). */
 void phase_results_free(struct phase_result *res, size_t n);
@@ -173,5 +183,11 @@ static inline int phase_result_ends_run(const struct phase_result *r)
 
 /* {"name":..,"ops":..,...,"latency_us":{..},"intervals":[..]} */
 void phase_write_json(struct json *j, const struct phase_result *r);
+
+/* A directory phase (mkdir, rmdir: ops are directories; run is the index
+ * of the file phase it belongs to):
+ * {"name":..,"phase":..,"dirs":..,"existing":..,"seconds":..,"dirs_per_s":..,
+ *  "cpu_user_s":..,"cpu_sys_s":..} */
+void phase_write_dir_json(struct json *j, const struct phase_result *r);
 
 #endif

@@ -31,6 +31,13 @@ const char *report_status(const struct report *r, int *exit_code)
         }
         interrupted |= r->phases[i].interrupted;
     }
+    for (size_t i = 0; i < r->ndir_phases; i++) {
+        if (r->dir_phases[i].error.set) {
+            *exit_code = EXIT_FAILED;
+            return "error";
+        }
+        interrupted |= r->dir_phases[i].interrupted;
+    }
     if (interrupted) {
         *exit_code = EXIT_INTERRUPTED;
         return "interrupted";
@@ -54,6 +61,9 @@ static void write_error(struct json *j, const struct report *r)
     for (size_t i = 0; i < r->nphases && !e; i++)
         if (r->phases[i].error.set)
             e = &r->phases[i].error;
+    for (size_t i = 0; i < r->ndir_phases && !e; i++)
+        if (r->dir_phases[i].error.set)
+            e = &r->dir_phases[i].error;
     if (!e) {
         json_null(j);
         return;
@@ -107,6 +117,13 @@ void report_build(struct json *j, const struct report *r)
     for (size_t i = 0; i < r->nphases; i++)
         phase_write_json(j, &r->phases[i]);
     json_arr_end(j);
+    if (r->with_dir_phases) {
+        json_key(j, "dir_phases");
+        json_arr_begin(j);
+        for (size_t i = 0; i < r->ndir_phases; i++)
+            phase_write_dir_json(j, &r->dir_phases[i]);
+        json_arr_end(j);
+    }
     json_obj_end(j);
 }
 

@@ -2,6 +2,8 @@
  *
  * Shape (see native/README.md):
  *   {"worker":{...},"workload":..,"params":{...},"status":..,"error":..,"phases":[...]}
+ * tree and meta add "dir_phases":[...]: the mkdir and rmdir of the tree's
+ * directories, timed apart from the file phases.
  */
 #ifndef BOATLOAD_REPORT_H
 #define BOATLOAD_REPORT_H
@@ -22,6 +24,9 @@ struct report {
     const void *params_arg;
     const struct phase_result *phases;
     size_t nphases;
+    int with_dir_phases;   /* write "dir_phases" (tree, meta), even when empty */
+    const struct phase_result *dir_phases; /* run: the index of the file phase it belongs to */
+    size_t ndir_phases;
     int out_of_memory;   /* a phase could not run at all: no document */
 };
 

@@ -3,12 +3,19 @@
  * random, --files; see rlayout.h). Files are empty unless --size asks for
  * bytes (see filedata.h).
  *
- * Work is split into items (a directory that holds files, or a chunk of one
- * when there are fewer such directories than threads need to stay busy)
- * handed out through an atomic counter. Each thread walks from the target
- * directory fd down to the directory with mkdirat (EEXIST is fine: another
- * thread or chunk made it) and openat(O_DIRECTORY|O_NOFOLLOW), keeping the
- * fds of its current path open so consecutive items share the prefix.
+ * The directories are made first, in a directory phase of their own
+ * ("mkdir" in "dir_phases"), outside the timed window of the create phase:
+ * threads take the directories that hold files one at a time and walk from
+ * the target directory fd down to each with mkdirat (EEXIST is fine: another
+ * thread made it) and openat(O_DIRECTORY|O_NOFOLLOW).
+ *
+ * In the create phase each thread has a fixed share (split.h) of the
+ * directories that hold files, in visit order (in order, or shuffled with
+ * --order random): whole directories when there are at least as many as
+ * threads, so no two threads create in one directory; else a chunk of one
+ * directory's files. Each thread walks down to its directories with openat
+ * only, keeping the fds of its current path open so consecutive directories
+ * share the prefix.
  * Files are created with openat(O_CREAT|O_EXCL|O_NOFOLLOW), written, and
  * closed relative to the directory fd; an empty file with no fsync is made
  * with one mknodat(S_IFREG) instead (--create-call auto): the same file
@@ -36,6 +43,7 @@
 #include "rlayout.h"
 #include "shape.h"
 #include "signals.h"
+#include "split.h"
 #include "timing.h"
 
 enum order { ORDER_SEQUENTIAL, ORDER_RANDOM };
@@ -70,16 +78,14 @@ struct tree_plan {
     int random_layout;
     int rootfd;
     uint64_t files, dirs;     /* totals of the layout */
-    uint64_t chunk;           /* files per work item */
-    uint64_t chunks_per_leaf; /* fixed layout */
-    uint64_t items;
+    uint64_t chunk;           /* the most files one thread makes in one directory */
+    uint64_t items;           /* directories that hold files (DIR itself when there are none) */
     struct perm leaf_perm;    /* order of the leaves (fixed) or directories (random) */
     uint64_t file_key;
     struct filedata data;
     struct rlayout lay;       /* random layout */
-    uint64_t *item_start;     /* random layout: items before position p, ndirs + 1 entries */
     _Atomic int use_mknod;    /* cleared when auto finds mknodat unsupported */
-    _Atomic uint64_t next_item;
+    _Atomic uint64_t next_item; /* mkdir phase: the next directory */
 };
 
 static int parse_shape(const char *val, void *dst, char *err, size_t errlen)
@@ -90,68 +96,6 @@ static int parse_shape(const char *val, void *dst, char *err, size_t errlen)
 static int parse_size(const char *val, void *dst, char *err, size_t errlen)
 {
     return filedata_parse_size(val, dst, err, errlen);
-}
-
-/* Fixed layout: split leaves into work items so that every thread has work. */
-static void plan_items_fixed(struct tree_plan *p, unsigned threads)
-{
-    const struct shape *sh = &p->o->shape;
-    uint64_t f = sh->files_per_leaf;
-    uint64_t want = (uint64_t)threads * 8;
-    if (threads == 1 || sh->leaves >= want) {
-        p->chunk = f;
-    } else {
-        uint64_t per_leaf = (want + sh->leaves - 1) / sh->leaves;
-        uint64_t chunk = (f + per_leaf - 1) / per_leaf;
-        if (chunk < 64)
-            chunk = 64;
-        p->chunk = chunk < f ? chunk : f;
-    }
-    p->chunks_per_leaf = (f + p->chunk - 1) / p->chunk;
-    p->items = sh->leaves * p->chunks_per_leaf;
-}
-
-/* Random layout: whole directories, or chunks of at least 64 files when
- * there are fewer than 8 x threads directories. item_start follows the
- * visit order of the directories. -1 when out of memory. */
-static int plan_items_random(struct tree_plan *p, unsigned threads, int random_order)
-{
-    const struct rlayout *l = &p->lay;
-    uint64_t biggest = 0;
-    for (uint64_t d = 0; d < l->ndirs; d++)
-        biggest = l->dirs[d].nfiles > biggest ? l->dirs[d].nfiles : biggest;
-    uint64_t want = (uint64_t)threads * 8;
-    p->chunk = biggest;
-    if (threads > 1 && l->ndirs < want) {
-        uint64_t chunk = (l->files + want - 1) / want;
-        if (chunk < 64)
-            chunk = 64;
-        p->chunk = chunk < biggest ? chunk : biggest;
-    }
-    p->item_start = malloc((l->ndirs + 1) * sizeof *p->item_start);
-    if (!p->item_start)
-        return -1;
-    p->item_start[0] = 0;
-    for (uint64_t pos = 0; pos < l->ndirs; pos++) {
-        uint64_t d = random_order ? perm_apply(&p->leaf_perm, pos) : pos;
-        p->item_start[pos + 1] = p->item_start[pos] + (l->dirs[d].nfiles + p->chunk - 1) / p->chunk;
-    }
-    p->items = p->item_start[l->ndirs];
-    return 0;
-}
-
-/* Random layout: the position whose items hold item (binary search). */
-static uint64_t item_position(const struct tree_plan *p, uint64_t item)
-{
-    uint64_t lo = 0, hi = p->lay.ndirs; /* item_start[lo] <= item < item_start[hi] */
-    while (hi - lo > 1) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (p->item_start[mid] <= item)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
 }
 
 struct walk {
@@ -181,10 +125,11 @@ static void fail_at(struct phase_thread *t, const struct tree_plan *p, const uin
     phase_fail(t, err, where);
 }
 
-/* Make and open the directories ids[0..depth). Returns the fd of the last
- * (the target fd for depth 0) or -1 after phase_fail. */
+/* Open the directories ids[0..depth), making them first with make (the
+ * mkdir phase, which counts those it made in t->ops). Returns the fd of the
+ * last (the target fd for depth 0) or -1 after phase_fail. */
 static int walk_to(struct phase_thread *t, struct walk *w, const struct tree_plan *p, const uint64_t *ids,
-                   unsigned depth)
+                   unsigned depth, int make)
 {
     unsigned keep = 0;
     while (keep < w->open_depth && keep < depth && w->cur[keep] == ids[keep])
@@ -197,11 +142,14 @@ static int walk_to(struct phase_thread *t, struct walk *w, const struct tree_pla
             rlayout_dir_name(&p->lay, ids[l], name);
         else
             shape_name(&p->o->shape, l, ids[l], name);
-        if (mkdirat(parent, name, 0755) == 0)
-            t->dirs++;
-        else if (errno != EEXIST) {
-            fail_at(t, p, ids, l + 1, NULL, errno);
-            return -1;
+        if (make) {
+            if (mkdirat(parent, name, 0755) == 0) {
+                t->ops++;
+                phase_publish_counts(t);
+            } else if (errno != EEXIST) {
+                fail_at(t, p, ids, l + 1, NULL, errno);
+                return -1;
+            }
         }
         int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
@@ -267,6 +215,44 @@ static inline int create_file(struct phase_thread *t, struct tree_plan *p, int d
     return 0;
 }
 
+/* The directory at visit position pos: its chain of ids (returns the
+ * depth), its number of files and the global index of its first file. */
+static unsigned item_dir(const struct tree_plan *p, uint64_t pos, uint64_t *ids, uint64_t *dir, uint64_t *nfiles,
+                         uint64_t *first)
+{
+    const int random_order = p->o->order == ORDER_RANDOM;
+    *dir = random_order ? perm_apply(&p->leaf_perm, pos) : pos;
+    if (p->random_layout) {
+        *nfiles = p->lay.dirs[*dir].nfiles;
+        *first = p->lay.dirs[*dir].first_file;
+        return rlayout_chain(&p->lay, *dir, ids);
+    }
+    const struct shape *sh = &p->o->shape;
+    shape_leaf_indices(sh, *dir, ids);
+    *nfiles = sh->files_per_leaf;
+    *first = *dir * *nfiles;
+    return sh->nlevels - 1;
+}
+
+/* Directory phase "mkdir": make every directory, the threads taking the
+ * directories that hold files one at a time (with their parents). */
+static void tree_mkdir_worker(struct phase_thread *t, void *arg)
+{
+    struct tree_plan *p = arg;
+    struct walk w = {0};
+    uint64_t ids[WALK_MAX_DEPTH] = {0};
+    while (!phase_stopping(t)) {
+        uint64_t pos = atomic_fetch_add_explicit(&p->next_item, 1, memory_order_relaxed);
+        if (pos >= p->items)
+            break;
+        uint64_t dir, nfiles, first;
+        unsigned depth = item_dir(p, pos, ids, &dir, &nfiles, &first);
+        if (walk_to(t, &w, p, ids, depth, 1) < 0)
+            break;
+    }
+    walk_close(&w, 0);
+}
+
 static void tree_worker(struct phase_thread *t, void *arg)
 {
     struct tree_plan *p = arg;
@@ -279,40 +265,20 @@ static void tree_worker(struct phase_thread *t, void *arg)
     uint64_t ids[WALK_MAX_DEPTH] = {0};
     char name[SHAPE_NAME_MAX];
 
-    while (!phase_stopping(t)) {
-        uint64_t item = atomic_fetch_add_explicit(&p->next_item, 1, memory_order_relaxed);
-        if (item >= p->items)
-            break;
-        /* which directory, which chunk of it */
-        uint64_t dir, chunk, nfiles, first;
-        unsigned depth;
-        if (p->random_layout) {
-            uint64_t pos = item_position(p, item);
-            chunk = item - p->item_start[pos];
-            dir = random_order ? perm_apply(&p->leaf_perm, pos) : pos;
-            depth = rlayout_chain(lay, dir, ids);
-            nfiles = lay->dirs[dir].nfiles;
-            first = lay->dirs[dir].first_file;
-        } else {
-            uint64_t lpos = item / p->chunks_per_leaf;
-            chunk = item % p->chunks_per_leaf;
-            dir = random_order ? perm_apply(&p->leaf_perm, lpos) : lpos;
-            shape_leaf_indices(sh, dir, ids);
-            depth = sh->nlevels - 1;
-            nfiles = sh->files_per_leaf;
-            first = dir * nfiles;
-        }
-        int dfd = walk_to(t, &w, p, ids, depth);
+    struct split_share share;
+    split_share(p->items, (unsigned)o->c.threads, t->id, &share);
+    for (uint64_t pos = share.dir_begin; pos < share.dir_end && !phase_stopping(t); pos++) {
+        uint64_t dir, nfiles, first;
+        unsigned depth = item_dir(p, pos, ids, &dir, &nfiles, &first);
+        int dfd = walk_to(t, &w, p, ids, depth, 0);
         if (dfd < 0)
             break;
 
         struct perm fperm;
         if (random_order)
             perm_init(&fperm, nfiles, mix64(p->file_key ^ mix64(dir + 1)));
-        uint64_t begin = chunk * p->chunk;
-        uint64_t end = begin + p->chunk;
-        if (end > nfiles)
-            end = nfiles;
+        uint64_t begin, end;
+        split_chunk(nfiles, share.part, share.parts, &begin, &end);
 
         uint64_t t0 = now_ns();
         for (uint64_t j = begin; j < end; j++) {
@@ -345,6 +311,39 @@ static void tree_worker(struct phase_thread *t, void *arg)
     }
 out:
     walk_close(&w, 0);
+}
+
+/* "split": each thread's share of the create phase, in visit positions of
+ * the directories that hold files. */
+static void write_split(struct json *j, const struct tree_plan *p)
+{
+    unsigned threads = (unsigned)p->o->c.threads;
+    json_obj_begin(j);
+    json_key(j, "by");
+    json_str(j, split_by_dirs(p->items, threads) ? "dirs" : "files");
+    json_key(j, "threads");
+    json_arr_begin(j);
+    for (unsigned t = 0; t < threads; t++) {
+        struct split_share sh;
+        split_share(p->items, threads, t, &sh);
+        uint64_t files = 0, ids[WALK_MAX_DEPTH];
+        for (uint64_t pos = sh.dir_begin; pos < sh.dir_end; pos++) {
+            uint64_t dir, nfiles, first, b, e;
+            (void)item_dir(p, pos, ids, &dir, &nfiles, &first);
+            split_chunk(nfiles, sh.part, sh.parts, &b, &e);
+            files += e - b;
+        }
+        json_obj_begin(j);
+        json_key(j, "first_dir");
+        json_u64(j, sh.dir_begin);
+        json_key(j, "dirs");
+        json_u64(j, sh.dir_end - sh.dir_begin);
+        json_key(j, "files");
+        json_u64(j, files);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    json_obj_end(j);
 }
 
 static void write_params(struct json *j, const void *arg)
@@ -410,6 +409,8 @@ static void write_params(struct json *j, const void *arg)
     json_str(j, filedata_content_names[o->content]);
     json_key(j, "create_call");
     json_str(j, atomic_load(&p->use_mknod) ? "mknod" : "open");
+    json_key(j, "split");
+    write_split(j, p);
     json_obj_end(j);
 }
 
@@ -434,7 +435,7 @@ static struct opt_spec specs[] = {
     {.name = "--order", .type = OPT_ENUM, .dst = &opts.order, .choices = order_names, .def = "sequential",
      .help = "random: shuffle the directories and the files inside each, reproducibly from --seed."},
     {.name = "--fsync", .type = OPT_ENUM, .dst = &opts.fsync, .choices = fsync_names, .def = "none",
-     .help = "file: fsync each file before close. dir: also fsync the directory after each work item."},
+     .help = "file: fsync each file before close. dir: also fsync each directory after the thread's files in it."},
     {.name = "--layout", .type = OPT_ENUM, .dst = &opts.layout, .choices = layout_names, .def = "fixed",
      .help = "fixed: the fan-out tree of --shape. random: a seeded random folder structure of --files files "
              "(the degradation study's mktemp -d loop)."},
@@ -469,7 +470,10 @@ const struct cli_command tree_command = {
     .name = "tree",
     .summary = "a tree of files: fixed fan-out (--shape) or random (--layout random)",
     .synopsis = "--dir DIR --shape AxBx...xF [OPTION]...\n--dir DIR --layout random --files N [OPTION]...",
-    .notes = "One timed phase, create. Directories are d and files f, each followed by a zero-padded index; "
+    .notes = "One timed phase, create. The directories are made before it, timed apart (the mkdir phase in "
+             "\"dir_phases\"). Each thread creates in whole directories of its own when there are at least as "
+             "many directories holding files as threads, else in a chunk of one directory. "
+             "Directories are d and files f, each followed by a zero-padded index; "
              "random-layout directories have mktemp-like names. The same --seed gives the same tree, whatever "
              "--threads and --order.",
 };
@@ -532,6 +536,30 @@ static int parse_args(int argc, char **argv)
     return check_options(&opts) != 0 ? EXIT_USAGE : CLI_CONTINUE;
 }
 
+/* The most files one thread makes in one directory. */
+static void plan_chunk(struct tree_plan *p, unsigned threads)
+{
+    uint64_t biggest = 0, ids[WALK_MAX_DEPTH];
+    if (p->random_layout) {
+        for (uint64_t d = 0; d < p->lay.ndirs; d++)
+            biggest = p->lay.dirs[d].nfiles > biggest ? p->lay.dirs[d].nfiles : biggest;
+    } else {
+        biggest = p->o->shape.files_per_leaf;
+    }
+    p->chunk = biggest;
+    if (split_by_dirs(p->items, threads))
+        return;
+    p->chunk = 0;
+    for (unsigned t = 0; t < threads; t++) {
+        struct split_share sh;
+        uint64_t dir, nfiles, first, b, e;
+        split_share(p->items, threads, t, &sh);
+        (void)item_dir(p, sh.dir_begin, ids, &dir, &nfiles, &first);
+        split_chunk(nfiles, sh.part, sh.parts, &b, &e);
+        p->chunk = e - b > p->chunk ? e - b : p->chunk;
+    }
+}
+
 /* The seeds, the file data, the layout and the work items. 0, or -1 when
  * out of memory. */
 static int derive(struct tree_plan *p, const struct tree_opts *o)
@@ -548,13 +576,14 @@ static int derive(struct tree_plan *p, const struct tree_opts *o)
             return -1;
         p->files = p->lay.files;
         p->dirs = p->lay.ndirs;
-        perm_init(&p->leaf_perm, p->lay.ndirs, order_key);
-        return plan_items_random(p, (unsigned)o->c.threads, o->order == ORDER_RANDOM);
+        p->items = p->lay.ndirs;
+    } else {
+        p->files = o->shape.files;
+        p->dirs = o->shape.dirs;
+        p->items = o->shape.leaves;
     }
-    p->files = o->shape.files;
-    p->dirs = o->shape.dirs;
-    perm_init(&p->leaf_perm, o->shape.leaves, order_key);
-    plan_items_fixed(p, (unsigned)o->c.threads);
+    perm_init(&p->leaf_perm, p->items, order_key);
+    plan_chunk(p, (unsigned)o->c.threads);
     return 0;
 }
 
@@ -585,10 +614,34 @@ static int make_plan(struct tree_plan *p, const struct tree_opts *o, int *oom)
     return CLI_CONTINUE;
 }
 
-/* Run: the create phase (unless out of memory); closes DIR. */
-static void run_phase(struct tree_plan *p, struct phase_result *res, int *oom)
+/* Run: the mkdir phase (when there are directories), then the create
+ * phase (unless out of memory or the mkdir phase ended the run); closes DIR.
+ * *ndres: 1 when the mkdir phase ran. */
+static void run_phase(struct tree_plan *p, struct phase_result *res, struct phase_result *dres, size_t *ndres,
+                      int *nres, int *oom)
 {
     const struct tree_opts *o = p->o;
+    *ndres = 0;
+    *nres = 0;
+    uint64_t made = 0;
+    if (!*oom && p->dirs > 0) {
+        struct phase_opts dpo = {
+            .name = "mkdir",
+            .unit = "dirs",
+            .threads = (unsigned)o->c.threads,
+            .interval_s = o->c.interval_s,
+            .progress = 0, /* --progress lines are the file phases' */
+            .expected_ops = p->dirs,
+            .no_sync = 1,
+        };
+        atomic_store(&p->next_item, 0);
+        if (phase_run(dres, &dpo, tree_mkdir_worker, p) != 0 && !dres->lat) {
+            *oom = 1;
+        } else {
+            *ndres = 1;
+            made = dres->ops;
+        }
+    }
     struct phase_opts po = {
         .name = "create",
         .unit = "files",
@@ -597,28 +650,45 @@ static void run_phase(struct tree_plan *p, struct phase_result *res, int *oom)
         .progress = o->c.progress,
         .expected_ops = p->files,
         .with_bytes = filedata_size_max(&o->size) > 0,
+        .per_thread = 1,
     };
-    if (!*oom && phase_run(res, &po, tree_worker, p) != 0 && !res->lat)
-        *oom = 1;
+    if (!*oom && *ndres && phase_result_ends_run(dres)) {
+        /* the create phase did not start: it carries the mkdir phase's error or interruption */
+        if (phase_result_not_run(res, &po, dres) != 0)
+            *oom = 1;
+        else
+            *nres = 1;
+    } else if (!*oom) {
+        if (phase_run(res, &po, tree_worker, p) != 0 && !res->lat)
+            *oom = 1;
+        else {
+            *nres = 1;
+            res->dirs = made; /* made by the mkdir phase, outside its timed window */
+        }
+    }
     close(p->rootfd);
 }
 
 /* Report: the document, then free everything. Returns the exit code. */
-static int write_report(struct tree_plan *p, struct phase_result *res, int oom)
+static int write_report(struct tree_plan *p, struct phase_result *res, int nres, struct phase_result *dres,
+                        size_t ndres, int oom)
 {
     struct report rep = {
         .workload = "tree",
         .write_params = write_params,
         .params_arg = p,
         .phases = res,
-        .nphases = oom ? 0 : 1,
+        .nphases = oom ? 0 : (size_t)nres,
+        .with_dir_phases = 1,
+        .dir_phases = dres,
+        .ndir_phases = ndres,
         .out_of_memory = oom,
     };
     int code = report_finish(&rep, p->o->c.out);
-    phase_results_free(res, rep.nphases);
+    phase_results_free(res, (size_t)nres);
+    phase_results_free(dres, ndres);
     filedata_free(&p->data);
     rlayout_free(&p->lay);
-    free(p->item_start);
     return code;
 }
 
@@ -630,7 +700,9 @@ int tree_main(int argc, char **argv)
         code = make_plan(&plan, &opts, &oom);
     if (code != CLI_CONTINUE)
         return code;
-    struct phase_result res;
-    run_phase(&plan, &res, &oom);
-    return write_report(&plan, &res, oom);
+    struct phase_result res, dres;
+    size_t ndres;
+    int nres;
+    run_phase(&plan, &res, &dres, &ndres, &nres, &oom);
+    return write_report(&plan, &res, nres, &dres, ndres, oom);
 }

@@ -65,6 +65,8 @@ void test_meta_phases_parse(void);
 void test_meta_size_parse(void);
 void test_meta_layout(void);
 void test_meta_order_visits_all_once(void);
+void test_split_shares(void);
+void test_meta_shares_visit_all_once(void);
 void test_meta_file_sizes(void);
 /* test_tree.c */
 void test_rlayout_build(void);

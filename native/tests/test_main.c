@@ -30,6 +30,8 @@ static const struct test tests[] = {
     T(test_meta_size_parse),
     T(test_meta_layout),
     T(test_meta_order_visits_all_once),
+    T(test_split_shares),
+    T(test_meta_shares_visit_all_once),
     T(test_meta_file_sizes),
     T(test_rlayout_build),
     T(test_rlayout_deterministic),

@@ -203,3 +203,117 @@ void test_meta_file_sizes(void)
     struct meta_size big = {.min = 0, .max = 1ull << 30};
     CHECK(meta_file_size(&big, 3, 3) <= big.max);
 }
+
+/* split.h: with ndirs >= threads the shares are contiguous runs of whole
+ * directories, one or more each, covering all of them in order; with fewer
+ * directories than threads every directory gets at least one thread, its
+ * chunks covering its files exactly. */
+void test_split_shares(void)
+{
+    static const uint64_t ndirs_list[] = {1, 2, 3, 4, 5, 7, 100, 1001};
+    static const uint64_t nfiles_list[] = {0, 1, 2, 5, 1000};
+    for (size_t a = 0; a < sizeof ndirs_list / sizeof ndirs_list[0]; a++) {
+        uint64_t ndirs = ndirs_list[a];
+        for (unsigned threads = 1; threads <= 9; threads++) {
+            uint64_t next_dir = 0;
+            uint64_t *threads_in = calloc(ndirs, sizeof *threads_in);
+            for (unsigned t = 0; t < threads; t++) {
+                struct split_share s;
+                split_share(ndirs, threads, t, &s);
+                if (split_by_dirs(ndirs, threads)) {
+                    CHECKF(s.dir_begin == next_dir && s.dir_end > s.dir_begin && s.part == 0 && s.parts == 1,
+                           "ndirs %llu threads %u t %u: [%llu, %llu) part %llu/%llu", (unsigned long long)ndirs,
+                           threads, t, (unsigned long long)s.dir_begin, (unsigned long long)s.dir_end,
+                           (unsigned long long)s.part, (unsigned long long)s.parts);
+                    next_dir = s.dir_end;
+                } else {
+                    CHECK(s.dir_end == s.dir_begin + 1 && s.dir_begin < ndirs && s.part < s.parts);
+                    if (s.dir_begin < ndirs) {
+                        CHECK(s.part == threads_in[s.dir_begin]); /* chunks in thread order */
+                        threads_in[s.dir_begin]++;
+                    }
+                }
+            }
+            if (split_by_dirs(ndirs, threads)) {
+                CHECK(next_dir == ndirs);
+            } else {
+                for (uint64_t d = 0; d < ndirs; d++) {
+                    CHECK(threads_in[d] >= 1);
+                    for (size_t b = 0; b < sizeof nfiles_list / sizeof nfiles_list[0]; b++) {
+                        uint64_t n = nfiles_list[b], next = 0;
+                        for (uint64_t part = 0; part < threads_in[d]; part++) {
+                            uint64_t lo, hi;
+                            split_chunk(n, part, threads_in[d], &lo, &hi);
+                            CHECK(lo == next && hi >= lo && hi <= n);
+                            next = hi;
+                        }
+                        CHECK(next == n);
+                    }
+                }
+            }
+            free(threads_in);
+        }
+    }
+}
+
+/* meta's shares: each thread visits a contiguous block of file indices in
+ * order or as a permutation of the block; together the threads visit every
+ * file exactly once; the blocks are whole directories when there are at
+ * least as many directories as threads, and inside one directory when
+ * there are fewer. */
+void test_meta_shares_visit_all_once(void)
+{
+    static const struct {
+        uint64_t files, dirs;
+    } cases[] = {{200, 4}, {50, 1}, {1, 0}, {7, 0}, {1000, 3}, {1001, 10}, {10, 10}, {5, 2}, {999, 7}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct meta_layout l;
+        CHECK(meta_layout_init(&l, cases[c].files, cases[c].dirs) == 0);
+        uint64_t n = l.files, ndirs = l.dirs ? l.dirs : 1;
+        CHECK(meta_dir_first(&l, 0) == 0 && meta_dir_first(&l, ndirs) == n);
+        for (unsigned threads = 1; threads <= 6; threads++) {
+            for (int random = 0; random <= 1; random++) {
+                unsigned char *seen = calloc(n, 1);
+                uint64_t dup = 0, out = 0;
+                for (unsigned t = 0; t < threads; t++) {
+                    struct split_share s;
+                    uint64_t begin, end;
+                    meta_share(&l, threads, t, &s, &begin, &end);
+                    CHECK(begin <= end && end <= n);
+                    if (split_by_dirs(ndirs, threads)) {
+                        CHECK(begin == meta_dir_first(&l, s.dir_begin) && end == meta_dir_first(&l, s.dir_end));
+                        CHECK(s.dir_end > s.dir_begin);
+                    } else {
+                        CHECK(begin >= meta_dir_first(&l, s.dir_begin) && end <= meta_dir_first(&l, s.dir_end));
+                    }
+                    struct meta_order o;
+                    meta_order_init_share(&o, begin, end, random, 42, 3);
+                    uint64_t in_place = 0;
+                    for (uint64_t pos = 0; pos < end - begin; pos++) {
+                        uint64_t i = begin + meta_order_file(&o, pos), d, local;
+                        in_place += i == begin + pos;
+                        if (i < begin || i >= end) {
+                            out++;
+                            continue;
+                        }
+                        dup += seen[i];
+                        seen[i] = 1;
+                        meta_locate(&l, i, &d, &local);
+                        CHECK(d >= s.dir_begin && d < s.dir_end);
+                    }
+                    if (random && end - begin >= 100) {
+                        CHECK(in_place < (end - begin) / 10);
+                    }
+                }
+                uint64_t visited = 0;
+                for (uint64_t i = 0; i < n; i++)
+                    visited += seen[i];
+                CHECKF(out == 0 && dup == 0 && visited == n,
+                       "files %llu dirs %llu threads %u random %d: out %llu dup %llu visited %llu",
+                       (unsigned long long)n, (unsigned long long)l.dirs, threads, random, (unsigned long long)out,
+                       (unsigned long long)dup, (unsigned long long)visited);
+                free(seen);
+            }
+        }
+    }
+}
