@@ -310,8 +310,9 @@ def main(configfile: str, extra: list[str], dry_run: bool = False, profile: str 
         _say(f"done in {took}: {PDF}")
     elif marked:
         done = [n for n in nodes if n not in marked]
-        _say(f"stopped after {took}: {', '.join(marked)} did not finish its runs"
-             + (f"; {', '.join(done)} finished theirs (data/runs/<node>/)" if done else ""))
+        _say(f"stopped after {took}: {', '.join(marked)} did not finish {'its' if len(marked) == 1 else 'their'} runs"
+             + (f"; {', '.join(done)} finished {'its' if len(done) == 1 else 'theirs'} (data/runs/<node>/)"
+                if done else ""))
     elif failures:
         _say(f"stopped after {took}: {failures[-1]}")
     else:
