@@ -8,6 +8,8 @@ CONFIG ?= config/config.yaml
 STUDY ?= forest
 # PROFILE=slurm: the fleet, every node of the config's `cluster` through SLURM (profiles/slurm)
 PROFILE ?=
+# STUDIES="forest tmpfs": only these of the config's studies (default: all of them)
+STUDIES ?=
 VENV := $(CURDIR)/.venv
 export PATH := $(VENV)/bin:$(PATH)
 UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
@@ -18,11 +20,11 @@ BOOTSTRAP_FOR := reproduce
 
 ## reproduce: run every study and build results/paper/paper.pdf (root: real mounts; else plain directories)
 reproduce: env worker
-	boatload reproduce --configfile $(CONFIG) $(if $(PROFILE),--profile $(PROFILE))
+	boatload reproduce --configfile $(CONFIG) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STUDIES),--studies "$(STUDIES)")
 
 ## dry-run: the preflight and the plan of reproduce (studies, runs, time, disk) and its jobs; runs nothing
 dry-run: env
-	boatload reproduce --configfile $(CONFIG) $(if $(PROFILE),--profile $(PROFILE)) --dry-run
+	boatload reproduce --configfile $(CONFIG) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STUDIES),--studies "$(STUDIES)") --dry-run
 
 ## test: C tests (plain and sanitized), the pytest suite, and an end-to-end run on config/ci.yaml
 test: BOOTSTRAP_FOR := test

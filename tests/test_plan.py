@@ -1,12 +1,15 @@
 """boatload.plan: the runs of a config, their order, and what each needs."""
 
 import random
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
 import yaml
 
 from boatload import plan, tools
+from boatload.config import ConfigError, validate
 from boatload.studies import study
 from conftest import ROOT
 
@@ -80,3 +83,29 @@ def test_not_root_needs_no_mounts_and_says_what_is_skipped(tmp_path):
     # As root the same runs need loop devices, a memory cgroup and swap: the report says which it found.
     as_root = preflight.check(config, runs, tmp_path / "scratch", tmp_path, euid=0)
     assert any(f.startswith("loop devices") for f in as_root.machine) or any("loop devices" in p for p in as_root.problems)
+
+
+def test_only_studies_runs_just_those_and_names_a_stranger():
+    config = validate(load("ci"))
+    config["only_studies"] = "tmpfs,forest"
+    chosen = plan.runs(config)
+    assert plan.studies(config) == ["forest", "tmpfs"]  # the paper's order
+    assert {r.study for r in chosen} == {"forest", "tmpfs"}
+    everything = validate(load("ci"))
+    assert len(chosen) == sum(1 for r in plan.runs(everything) if r.study in ("forest", "tmpfs"))
+    config["only_studies"] = "forest,toy"
+    with pytest.raises(ConfigError, match=r"^config: only_studies: 'toy' is not one of this config's studies"):
+        validate(config)
+
+
+def test_make_dry_run_with_studies_plans_only_those(workdir):
+    out = subprocess.run([sys.executable, "-m", "boatload.cli", "reproduce", "--configfile", "config/ci.yaml",
+                          "--studies", "forest tmpfs", "--dry-run"],
+                         cwd=workdir, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    config = validate(load("ci"))
+    config["only_studies"] = "forest,tmpfs"
+    measure = [line.split() for line in out.stdout.splitlines() if line.split()[:1] == ["measure"]]
+    assert measure and all(m == ["measure", str(len(plan.runs(config)))] for m in measure), out.stdout
+    assert not any(line.split()[:1] in (["notebook_journal"], ["notebook_degradation"])
+                   for line in out.stdout.splitlines())

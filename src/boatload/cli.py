@@ -129,7 +129,8 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
     from boatload.reproduce import main as reproduce
 
     extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
-    return reproduce(args.configfile, extra, dry_run=args.dry_run, profile=args.profile)
+    studies = [name for part in args.studies or [] for name in part.replace(",", " ").split()]
+    return reproduce(args.configfile, extra, dry_run=args.dry_run, profile=args.profile, studies=studies)
 
 
 def _cmd_fleet(args: argparse.Namespace) -> int:
@@ -178,6 +179,8 @@ def parser() -> argparse.ArgumentParser:
     repro.add_argument("--configfile", default="config/config.yaml", help="the scale (default: %(default)s)")
     repro.add_argument("--dry-run", action="store_true", help="print the preflight, the plan and the jobs; run nothing")
     repro.add_argument("--profile", help="a profile of profiles/ (slurm: the fleet; default: profiles/default, this host)")
+    repro.add_argument("--studies", action="append",
+                       help="only these of the config's studies (names, space- or comma-separated; repeatable)")
     repro.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: passed on to snakemake")
     repro.set_defaults(func=_cmd_reproduce)
 

@@ -66,6 +66,11 @@ def validate(config: dict) -> dict:
     if not config["studies"]:
         known = ", ".join(schema()["properties"]["studies"]["properties"])
         raise ConfigError(f"config: studies: empty, so there is nothing to run (known studies: {known})")
+    only = config.get("only_studies")
+    for name in (only or "").split(",") if only else []:
+        if name not in config["studies"]:
+            raise ConfigError(f"config: only_studies: '{name}' is not one of this config's studies "
+                              f"({', '.join(config['studies'])})")
     # Each target as provisioning will read it: kind and fs that go together,
     # sizes mkfs accepts, options that apply to the kind.
     from boatload.targetspec import TargetError, parse_target

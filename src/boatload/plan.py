@@ -40,8 +40,11 @@ def raw_run(runs_dir: str, name: str, target: str, point: str, rep: int) -> str:
 
 
 def studies(config: dict) -> list[str]:
-    """The studies this config asks for and this version of boatload can run, in the paper's order."""
-    return [name for name in names() if name in config["studies"]]
+    """The studies this config asks for (all of `studies`, or those `only_studies`
+    names) and this version of boatload can run, in the paper's order."""
+    only = config.get("only_studies")
+    chosen = set(only.split(",")) if only else set(config["studies"])
+    return [name for name in names() if name in config["studies"] and name in chosen]
 
 
 def runs(config: dict, errors: list[str] | None = None) -> list[Run]:

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from boatload import interference, plan
-from boatload.config import ConfigError, load
+from boatload.config import ConfigError, load, validate
 from boatload.preflight import estimates
 from boatload.system import hostname
 
@@ -257,12 +257,18 @@ def _fleet_cleanup(config: dict, nodes: list[str], when: str) -> None:
                 _say(f"cleanup {when} on {node}: {line}")
 
 
-def main(configfile: str, extra: list[str], dry_run: bool = False, profile: str | None = None) -> int:
+def main(configfile: str, extra: list[str], dry_run: bool = False, profile: str | None = None,
+         studies: list[str] | None = None) -> int:
     root = Path.cwd().resolve()
     if not (root / "Snakefile").is_file():
         raise SystemExit(f"boatload reproduce: run it from the root of a boatload clone (no Snakefile in {root})")
     try:
         config = load(Path(configfile))
+        if studies:
+            # the workflow reads it from --config; the progress line from here
+            config["only_studies"] = ",".join(studies)
+            validate(config)
+            extra = ["--config", f"only_studies={config['only_studies']}", *extra]
     except ConfigError as exc:
         raise SystemExit(f"boatload: {exc}") from None
     profile_args, fleet = _profile(root, profile)
