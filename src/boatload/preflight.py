@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 from boatload import memlimit, plan, system, tools
-from boatload.studies import study
+from boatload.studies import registry, study
 from boatload.hostops import statfs_type  # the names NO_SWAP_FS uses
 from boatload.swapfiles import NO_SWAP_FS
 
@@ -74,7 +74,7 @@ def _duration(seconds: float) -> str:
 
 def _fallback_studies() -> set[str]:
     """Studies that, without root, measure a plain directory instead of being skipped."""
-    return {"forest", "filecount"}
+    return {name for name, s in registry().items() if s.measures_without_root}
 
 
 def loop_devices() -> str | None:
