@@ -320,7 +320,9 @@ def main(configfile: str, extra: list[str], dry_run: bool = False, profile: str 
              + (f"; {', '.join(done)} finished {'its' if len(done) == 1 else 'theirs'} (data/runs/<node>/)"
                 if done else ""))
     elif failures:
-        _say(f"stopped after {took}: {failures[-1]}")
+        # a run's own reason (boatload run's line) says more than Snakemake's "Error in rule measure" after it
+        specific = [f for f in failures if not MEASURE_FAILED.fullmatch(f)]
+        _say(f"stopped after {took}: {(specific or failures)[-1]}")
     else:
         _say(f"stopped after {took} (snakemake exit {status}); the paper was not made")
     return status
