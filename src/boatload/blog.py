@@ -100,17 +100,18 @@ _INT = re.compile(r"^-?\d+$")
 _FLOAT = re.compile(r"^-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$")
 
 
-def fmt_value(cell: str) -> tuple[str, bool]:
-    """A CSV cell as shown in the measured table: ``(text, is_number)``.
-    Integers are shown as they are (grouped from 10,000), floats with
-    :func:`fmt_number`, anything else as written; an empty cell is an en dash."""
+def fmt_value(cell: str, digits: int = 4) -> tuple[str, bool]:
+    """A CSV cell as shown in a table: ``(text, is_number)``. Integers are
+    shown as they are (grouped from 10,000), floats with :func:`fmt_number`
+    to `digits` significant figures, anything else as written; an empty cell
+    is an en dash."""
     if cell is None or cell == "":
         return "–", False
     if _INT.match(cell):
         n = int(cell)
         return (f"{n:,}" if abs(n) >= 10_000 else str(n)), True
     if _FLOAT.match(cell):
-        return fmt_number(float(cell)), True
+        return fmt_number(float(cell), digits=digits), True
     return cell, False
 
 
@@ -220,14 +221,8 @@ def _cell(cell: str) -> tuple[str, bool]:
         return "yes", False
     if cell in ("false", "False"):
         return "no", False
-    if cell is None or cell == "":
-        return "–", False
-    if _INT.match(cell):
-        n = int(cell)
-        return (f"{n:,}" if abs(n) >= 10_000 else str(n)), True
-    if _FLOAT.match(cell):
-        return fmt_number(float(cell), digits=3), True
-    return cell.replace("_", " "), False
+    text, numeric = fmt_value(cell, digits=3)
+    return (text, True) if numeric else (text.replace("_", " "), False)
 
 
 def readable_table(header: list[str], body: list[list[str]], level: float | None = None) -> dict:

@@ -121,15 +121,28 @@ def unmount(mp: Path, umount: str, tries: int = 5) -> str | None:
     return "unmounted lazily"
 
 
+def _backing_file(device: str) -> str | None:
+    """The kernel's word on what backs a loop device (sysfs), None if it backs nothing."""
+    try:
+        back = (Path("/sys/block") / Path(device).name / "loop" / "backing_file").read_text().strip()
+    except OSError:
+        return None
+    return back.removesuffix(" (deleted)")
+
+
 def _detach(device: str, image: Path, losetup: str) -> bool:
-    """Detach `device` if it is still backed by `image`; False if it was gone already."""
-    for d in loop_devices(losetup):
-        if d["name"] == device:
-            if d["back-file"] != str(image):
-                raise TargetError(f"{device} is now backed by {d['back-file']!r}, not {image}; leaving it")
-            check(run([losetup, "-d", device], timeout=120), f"detach {device}")
-            return True
-    return False
+    """Detach `device` if it is still backed by `image`; False if it was gone already.
+    sysfs first: `losetup -l` can miss a device attached a moment ago (a signal
+    right after losetup --find left one attached to a deleted image)."""
+    back = _backing_file(device)
+    if back is None:
+        back = next((d["back-file"] for d in loop_devices(losetup) if d["name"] == device), None)
+    if back is None:
+        return False
+    if back != str(image):
+        raise TargetError(f"{device} is now backed by {back!r}, not {image}; leaving it")
+    check(run([losetup, "-d", device], timeout=120), f"detach {device}")
+    return True
 
 
 def _mkfs_version(mkfs: str) -> str | None:
