@@ -254,17 +254,21 @@ def token() -> str:
     return f"{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def subdir(scratch: Path, name: str) -> Path:
-    """`<scratch>/<name>`, created if needed, and a real directory (not a symlink)."""
-    d = scratch / name
+def plain_dir(d: Path, error: type[Exception] = TargetError) -> Path:
+    """`d`, created if needed, and a real directory (not a symlink); else `error`, naming it."""
     try:
         d.mkdir(parents=True, exist_ok=True, mode=0o755)
         st = os.lstat(d)
     except OSError as e:
-        raise TargetError(f"scratch directory {d}: {e.strerror}") from None
+        raise error(f"scratch directory {d}: {e.strerror}") from None
     if not stat.S_ISDIR(st.st_mode):
-        raise TargetError(f"scratch directory {d} is not a plain directory (a symlink?); refusing to use it")
+        raise error(f"scratch directory {d} is not a plain directory (a symlink?); refusing to use it")
     return d
+
+
+def subdir(scratch: Path, name: str) -> Path:
+    """`<scratch>/<name>`, created if needed, and a real directory (not a symlink)."""
+    return plain_dir(scratch / name)
 
 
 # --------------------------------------------------------------------------

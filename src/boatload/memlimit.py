@@ -57,7 +57,7 @@ from boatload.cgroups import (
     CGROUP_FS, Choice, MemoryLimitError, MemoryLimitNeedsRoot, active_swaps, choose, hierarchies, lineage,
     meminfo_swap_used, procs, read_int, read_kv, words, writable, write_cgroup,
 )
-from boatload.hostops import Teardown, not_installed, statfs_type, subdir, token
+from boatload.hostops import Teardown, not_installed, plain_dir, statfs_type, subdir, token
 from boatload.ledger import Ledger, pid_alive
 from boatload.signals import deferred_signals, signals_as_exceptions
 from boatload.swapfiles import setup_swap, swap_off
@@ -217,7 +217,7 @@ def memory_limit(limit_mb: int, swap_mb: int, scratch: Path) -> Iterator[Limit]:
             if swap_mb:
                 subdir(scratch, "swap")
             else:
-                _mkdir_scratch(scratch)
+                plain_dir(scratch, MemoryLimitError)
             ledger = Ledger(scratch)
         prov = {
             "cgroup_version": choice.hierarchy.version,
@@ -247,16 +247,6 @@ def memory_limit(limit_mb: int, swap_mb: int, scratch: Path) -> Iterator[Limit]:
         limit._swap_baseline = baseline
         undo.step("take the final numbers", limit._snapshot)
         yield limit
-
-
-def _mkdir_scratch(scratch: Path) -> None:
-    try:
-        scratch.mkdir(parents=True, exist_ok=True, mode=0o755)
-        st = os.lstat(scratch)
-    except OSError as e:
-        raise MemoryLimitError(f"scratch directory {scratch}: {e.strerror}") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise MemoryLimitError(f"scratch directory {scratch} is not a plain directory; refusing to use it")
 
 
 # --------------------------------------------------------------------------
