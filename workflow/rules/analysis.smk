@@ -65,7 +65,9 @@ if OTHER_HOSTS:
 # (results/figures/<study>-<figure>.{svg,png,pdf,vl.json}, the SVGs declared
 # here, so the report and the blog pages list them per study). One rule per
 # study because each study has its own figures; the report's caption is the
-# study record's (workflow/report/study.rst renders params.caption).
+# study record's (workflow/report/study.rst renders params.caption). A
+# notebook reads its study's table and the published numbers, nothing else
+# (provenance.json is the paper's and the blog's).
 for _study in ANALYSED:
 
     rule:
@@ -75,7 +77,6 @@ for _study in ANALYSED:
             notebook=f"notebooks/{_study}.ipynb",
             data=f"{RUNS}/{_study}.parquet",
             reference=f"data/reference/{_study}.csv",
-            provenance="results/provenance.json",
         output:
             notebook=f"results/notebooks/{_study}.ipynb",
             table=report(
@@ -108,7 +109,6 @@ for _study in ANALYSED if OTHER_HOSTS else []:
             notebook=f"notebooks/{_study}.ipynb",
             data=f"data/runs/{{host}}/{_study}.parquet",
             reference=f"data/reference/{_study}.csv",
-            provenance="results/hosts/{host}/provenance.json",
         output:
             notebook=f"results/hosts/{{host}}/notebooks/{_study}.ipynb",
             table=f"results/hosts/{{host}}/tables/{_study}.csv",
