@@ -69,24 +69,28 @@ def snapshot(names: list[str], into: Path) -> dict[str, Binary]:
 # --------------------------------------------------------------------------
 # targets and run directories
 
-# tmpfs: 4 GiB limit (memory is only used as files are made).
-# ext4: a sparse 8 GiB image in the scratch directory (see SCRATCH_IN), loop-mounted. Inode
-# tables and the journal are written by mkfs (lazy_*_init=0), so no
-# ext4lazyinit thread writes in the background while we measure.
-def target_spec(name: str, inodes: int = 1 << 20):
+# tmpfs: 4 GiB limit (memory is only used as files are made), or
+# `size_mb`. ext4, xfs, btrfs: a sparse image (8 GiB, or `size_mb`) in the
+# scratch directory (see SCRATCH_IN), loop-mounted. ext4's inode tables and
+# journal are written by mkfs (lazy_*_init=0), so no ext4lazyinit thread
+# writes in the background while we measure; xfs and btrfs allocate inodes
+# as files are made.
+TARGETS = ("tmpfs", "ext4", "xfs", "btrfs")
+
+
+def target_spec(name: str, inodes: int = 1 << 20, size_mb: int | None = None):
     if name == "tmpfs":
-        return parse_target("tmpfs", {"kind": "tmpfs", "size_mb": 4096})
-    if name == "ext4":
-        return parse_target(
-            "ext4",
-            {
-                "kind": "loop",
-                "fs": "ext4",
-                "size_mb": 8192,
-                "mkfs_options": ["-N", str(inodes), "-E", "lazy_itable_init=0,lazy_journal_init=0"],
-            },
-        )
-    sys.exit(f"bench: --targets: unknown target {name!r} (expected tmpfs or ext4)")
+        # tmpfs's default inode limit is half the RAM's pages (3 million here)
+        return parse_target("tmpfs", {"kind": "tmpfs", "size_mb": size_mb or 4096,
+                                      "mount_options": [f"nr_inodes={max(inodes, 1 << 20)}"]})
+    mkfs = {
+        "ext4": ["-N", str(inodes), "-E", "lazy_itable_init=0,lazy_journal_init=0"],
+        "xfs": [],
+        "btrfs": [],
+    }
+    if name not in mkfs:
+        sys.exit(f"bench: --targets: unknown target {name!r} (expected one of {', '.join(TARGETS)})")
+    return parse_target(name, {"kind": "loop", "fs": name, "size_mb": size_mb or 8192, "mkfs_options": mkfs[name]})
 
 
 # Where the scratch directory goes by default: a tmpfs, so that the ext4
@@ -121,8 +125,8 @@ def scratch_dir(base: Path | None = None):
 
 
 @contextlib.contextmanager
-def mounted(name: str, scratch: Path, inodes: int = 1 << 20):
-    spec = target_spec(name, inodes)
+def mounted(name: str, scratch: Path, inodes: int = 1 << 20, size_mb: int | None = None):
+    spec = target_spec(name, inodes, size_mb)
     with provision(spec, scratch) as t:
         prov = t.provenance
         desc = f"{name}: {prov.get('kernel_fs')} at {t.path} ({','.join(prov.get('mount_options', []))})"
