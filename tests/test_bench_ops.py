@@ -73,3 +73,35 @@ def test_the_scale_run_reports_phases_and_max_rss(tmp_path, worker):
     assert bl.count_tree(d) == (0, 0)
     with pytest.raises(bl.RunError, match="--files 2000"):
         measure(worker, d / "missing", 2000, 1000, 2, tmp_path / "meta2.json")
+
+
+def test_names_reads_the_directory_scan_share_from_perf():
+    from names import scan_share
+
+    report = """# Samples: 10K of event 'cpu-clock:pppH'
+    30.00%  [k] ext4_search_dir
+    10.00%  [k] ext4_find_dest_de
+     5.00%  [k] dx_probe
+     4.00%  [k] jbd2_journal_get_write_access
+    20.00%  [k] _raw_spin_lock
+     1.00%  [.] __libc_start_main
+"""
+    assert scan_share(report) == (40.0, 49.0)
+
+
+def test_bare_create_makes_names_of_the_length_asked(tmp_path):
+    import subprocess
+
+    subprocess.run(["make", "-s", "-C", str(ROOT / "native"), "bench"], check=True, capture_output=True)
+    bare = ROOT / "native" / "build" / "bare-create"
+    for call, length in (("mknod", 20), ("open", 7)):
+        d = tmp_path / f"{call}-{length}"
+        d.mkdir()
+        out = subprocess.run([bare, d, "2", "30", call, str(length)], capture_output=True, text=True, check=True)
+        assert "files/s" in out.stdout
+        names = sorted(p.name for p in d.rglob("f*"))
+        assert len(names) == 60 and {len(n) for n in names} == {length}
+        assert names[0] == "f" + "0" * (length - 1)
+        assert all(p.stat().st_size == 0 for p in d.rglob("f*"))
+    bad = subprocess.run([bare, tmp_path, "1", "1", "mknod", "6"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "NAMELEN is 7..200" in bad.stderr
