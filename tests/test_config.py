@@ -28,6 +28,12 @@ def test_shipped_configs_are_valid(name):
         (lambda c: c["studies"]["forest"]["targets"].insert(0, "nope"), "studies.forest.targets[0]: unknown target 'nope'"),
         (lambda c: c["studies"]["forest"].update(methods=["worker-9t"]), "studies.forest.methods[0]"),
         (lambda c: c.pop("seed"), "seed"),
+        (lambda c: c["studies"]["forest"].update(scale_files=[1000, 1500]),
+         "studies.forest.scale_files[1]: 1500 is not a multiple of 1000"),
+        (lambda c: c["studies"]["forest"].update(scale_files=[0]),
+         "studies.forest.scale_files[0]: 0 is less than the minimum of 1000"),
+        (lambda c: c["studies"]["forest"].update(scale_files=[2000, 2000]),
+         "studies.forest.scale_files: [2000, 2000] has non-unique elements"),
     ],
 )
 def test_bad_field_is_named(mutate, field):

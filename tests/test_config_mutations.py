@@ -146,6 +146,11 @@ EXAMPLES = {
     "a forest with more files than its image holds": (
         lambda c: c["studies"]["forest"].update(shape=[1000, 1000]),
         "targets.ext4.size_mb: a 256 MB ext4 image holds about 65,536 files and directories"),
+    "a scale curve beyond its image": (
+        lambda c: c["studies"]["forest"].update(scale_files=[1000, 100_000]),
+        "targets.ext4.size_mb: a 256 MB ext4 image holds about 65,536 files and directories; the forest study "
+        "makes 100,117 (100,000 empty files in 101 directories, the largest of scale_files); raise "
+        "targets.ext4.size_mb (or the inode count in its mkfs_options) or lower studies.forest.scale_files"),
     "a journal run beyond its image's inodes": (
         lambda c: c["studies"]["journal"].update(files=200_000),
         "targets.xfs-log-internal.size_mb: a 320 MB xfs image holds about 163,840 files and directories"),

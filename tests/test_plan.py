@@ -60,6 +60,43 @@ def test_what_the_quick_runs_need():
     assert runs[("degradation", "ext4", "stages", 1)].memory_limit_mb == 256
 
 
+def test_the_forest_scale_curve_runs_the_worker_at_each_size_on_every_target():
+    config = load("ci")
+    forest = config["studies"]["forest"]
+    assert forest["scale_files"] == [1000, 4000]
+    runs = [r for r in plan.runs(config) if r.study == "forest"]
+    scale = [r for r in runs if r.point.startswith("scale-")]
+    assert {r.key for r in scale} == {("forest", t, f"scale-{n}", rep) for t in forest["targets"]
+                                      for n in (1000, 4000) for rep in range(1, config["repetitions"] + 1)}
+    for r in scale:
+        n = int(r.point.removeprefix("scale-"))
+        assert (r.job["method"], r.job["shape"], r.job["series"]) == ("worker-2t", [n // 1000, 1000], "scale")
+        assert "time_cap_s" not in r.job  # the worker is never capped
+        assert r.raw("runs") == f"runs/forest/{r.target}/scale-{n}/rep{r.rep}.json"
+    # the method runs are as before: one per target x method x rep, no series field
+    methods = [r for r in runs if not r.point.startswith("scale-")]
+    assert len(methods) == len(forest["targets"]) * len(forest["methods"]) * config["repetitions"]
+    assert all("series" not in r.job for r in methods)
+    # without the setting, no scale runs
+    del forest["scale_files"]
+    assert not [r for r in plan.runs(config) if r.point.startswith("scale-")]
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_forest_estimates_cover_the_scale_runs(name):
+    """The worker makes every file (no time cap): its estimate grows with the
+    forest, also past the cap, so the 1e7-file runs of the full config count."""
+    runs = [r for r in plan.runs(load(name)) if r.study == "forest" and r.point.startswith("scale-")]
+    assert runs
+    for run in runs:
+        files = run.job["shape"][0] * run.job["shape"][1]
+        assert study("forest").estimate_s(run.job) >= files / 200_000
+    if name == "full":
+        biggest = max(runs, key=lambda r: r.job["shape"][0])
+        assert biggest.job["shape"] == [10_000, 1000]
+        assert study("forest").estimate_s(biggest.job) > 50
+
+
 def test_a_study_that_cannot_make_runs_is_named_not_raised():
     config = load("ci")
     config["targets"]["ext3"]["size_mb"] = 16

@@ -238,8 +238,9 @@ def test_a_full_scratch_fails_its_run_keeps_the_others_and_says_why(workdir, tmp
         def forest_on(*targets):
             def edit(config):
                 config["targets"]["plain"] = {"kind": "dir", "fs": "dir"}
+                # no scale curve: the run that fills the scratch is worker-1t's, and only it
                 config["studies"] = {"forest": {**config["studies"]["forest"], "targets": list(targets),
-                                                "methods": ["worker-1t"], "shape": [10, 1000]}}
+                                                "methods": ["worker-1t"], "shape": [10, 1000], "scale_files": []}}
             return edit
 
         def reproduce(configfile, *snakemake_args):

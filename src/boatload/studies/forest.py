@@ -1,4 +1,4 @@
-"""One run of the billion-file study: a creation method on a freshly made target."""
+"""One run of the billion-file study: a creation method, or a size of the scale curve, on a freshly made target."""
 
 from __future__ import annotations
 
@@ -24,6 +24,14 @@ METHOD_LABELS = {
 }
 
 WORKER_THREADS = {"worker-1t": 1, "worker-2t": 2}
+
+# The scale curve (setting scale_files): forests of N/1000 leaf directories of
+# FILES_PER_DIR files each, made by SCALE_METHOD, so the notebook can fit how
+# the time grows with N and project the original's 1e9 files.
+SCALE_METHOD = "worker-2t"
+FILES_PER_DIR = 1_000
+#: the original's forest: 1000 x 1000 x 1000 empty files
+ORIGINAL_FILES = 1000**3
 
 
 def _run_worker(method: str, root: Path, shape: list[int], seed: int) -> dict:
@@ -61,7 +69,8 @@ def _run_baseline(method: str, root: Path, shape: list[int], time_cap_s: float, 
 
 def measure(provisioned: Provisioned, job: dict) -> dict:
     """Create the forest on the target and account for what was made and what it cost."""
-    method, shape, time_cap_s, seed = job["method"], job["shape"], job["time_cap_s"], job["seed"]
+    # scale runs have no time cap: only the baselines stop early
+    method, shape, time_cap_s, seed = job["method"], job["shape"], job.get("time_cap_s"), job["seed"]
     before = provisioned.usage()
     cache = scratch_dir() / "archives"
     # A fresh directory on the target: a new file system's root is not empty (lost+found).
@@ -112,29 +121,57 @@ def forest_size(shape: list[int]) -> tuple[int, int]:
     return files, dirs
 
 
+def scale_shape(files: int) -> list[int]:
+    """The forest of a scale run of `files` files: files/1000 directories of 1,000."""
+    return [files // FILES_PER_DIR, FILES_PER_DIR]
+
+
+def check_fits(config: dict, target: str, shape: list[int], what: str, lower: str) -> None:
+    """ConfigError (naming the target's size) if a forest of `shape` does not fit the target."""
+    files, dirs = forest_size(shape)
+    # Empty files take an inode each; each directory at least a block.
+    capacity.check(target_spec(config, target), study="forest", files=files + dirs + 16,
+                   data_bytes=dirs * 4096, what=f"{files:,} empty files in {dirs:,} directories{what}",
+                   lower=lower)
+
+
 def jobs(config: dict) -> list[dict]:
-    """Every run of the study at this config's scale: target x method x repetition."""
+    """Every run of the study at this config's scale: target x method x
+    repetition, then the scale curve's target x size x repetition."""
     s = settings(config, STUDY)
-    files, dirs = forest_size(s["shape"])
+    # int(): the schema takes 10000.0 for an integer, the worker does not
+    sizes = sorted(int(n) for n in s["scale_files"])
     for name in s["targets"]:
-        # Empty files take an inode each; each directory at least a block.
-        capacity.check(target_spec(config, name), study="forest", files=files + dirs + 16,
-                       data_bytes=dirs * 4096, what=f"{files:,} empty files in {dirs:,} directories",
-                       lower="studies.forest.shape")
-    return [
+        check_fits(config, name, s["shape"], "", "studies.forest.shape")
+        if sizes:
+            check_fits(config, name, scale_shape(sizes[-1]), ", the largest of scale_files",
+                       "studies.forest.scale_files")
+    reps = range(1, s["repetitions"] + 1)
+    methods = [
         base_job(config, "forest", target, method, rep, method=method, shape=s["shape"], time_cap_s=s["time_cap_s"])
         for target in s["targets"]
         for method in s["methods"]
-        for rep in range(1, s["repetitions"] + 1)
+        for rep in reps
     ]
+    # The method runs' jobs stay as they were (a new field would measure them
+    # again); only scale jobs name their series, and have no time cap.
+    scale = [
+        base_job(config, "forest", target, f"scale-{n}", rep, method=SCALE_METHOD, shape=scale_shape(n),
+                 series="scale")
+        for target in s["targets"]
+        for n in sizes
+        for rep in reps
+    ]
+    return methods + scale
 
 
 def summary(doc: dict) -> str:
     """One line for the log."""
-    r = doc["result"]
+    r, job = doc["result"], doc["job"]
     note = " (time-capped, extrapolated)" if r["extrapolated"] else ""
     rate = f"{r['files_per_s']:.0f} files/s" if r["files_per_s"] else "no rate"
-    return f"{doc['job']['target']['name']} {doc['job']['method']}: {r['files']} files, {rate}{note}"
+    what = job["method"] if job.get("series", "methods") == "methods" else f"{job['method']} {job['point']}"
+    return f"{job['target']['name']} {what}: {r['files']} files, {rate}{note}"
 
 
 # Rough creation rates (files/s) on a 2-core machine, for the plan's time
@@ -155,11 +192,14 @@ def archive_bytes(job: dict) -> int:
 
 
 def estimate_s(job: dict) -> float:
-    """Seconds to make (up to the time cap) and then count the forest."""
-    files = 1
-    for n in job["shape"]:
-        files *= n
-    return min(files / ESTIMATE_FILES_PER_S[job["method"]], job["time_cap_s"]) + files / 300_000
+    """Seconds to make the forest (the baselines up to the time cap; the
+    worker always makes all of it) and then count it."""
+    files = forest_size(job["shape"])[0]
+    make = files / ESTIMATE_FILES_PER_S[job["method"]]
+    if job["method"] not in WORKER_THREADS:
+        make = min(make, job["time_cap_s"])
+    return make + files / 300_000
+
 
 def run(job: dict) -> dict:
     """Provision the job's target, measure, tear down; the raw result with provenance."""
@@ -169,6 +209,8 @@ def run(job: dict) -> dict:
 
 
 COLUMNS = {
+    # "methods": a run of the method comparison; "scale": a run of the scale curve
+    "series": pl.String,
     "method": pl.String,
     "method_label": pl.String,
     "rep": pl.Int64,
@@ -189,6 +231,7 @@ def rows(doc: dict) -> list[dict]:
     result = doc["result"]
     return [{
         **base_row(doc, result["status"], result["reason"]),
+        "series": doc["job"].get("series", "methods"),
         "method": doc["job"]["method"],
         "method_label": doc["method_label"],
         "rep": doc["job"]["rep"],
@@ -226,13 +269,19 @@ STUDY = Study(
         time_cap_s={"description": "slow methods stop after this and their rate is extrapolated, "
                                    "as the original did",
                     "type": "number", "exclusiveMinimum": 0},
+        scale_files={"description": "the scale curve: at each size N (files, a multiple of 1000) the worker "
+                                    "with 2 threads also makes N/1000 directories of 1,000 empty files on every "
+                                    "target, once per repetition; the notebook fits a power law to the times and "
+                                    "projects the original's 1e9 files from it ([]: no curve)",
+                     "type": "array", "uniqueItems": True, "default": [],
+                     "items": {"type": "integer", "minimum": FILES_PER_DIR, "multipleOf": FILES_PER_DIR}},
     ),
     jobs=jobs,
     run=run,
     summary=summary,
     columns=COLUMNS,
     rows=rows,
-    sort=("target", "method", "rep"),
+    sort=("target", "series", "method", "files_planned", "rep"),
     tools=tools,
     estimate_s=estimate_s,
     scratch_bytes=archive_bytes,
