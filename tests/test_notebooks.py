@@ -4,11 +4,12 @@ figure, the table and the summary the paper reads."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import polars as pl
 import pytest
-from notebook_checks import clean_notebook_parameters, spec_records
+from notebook_checks import clean_notebook_parameters, load_fixtures, spec_records
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "forest.ipynb"
@@ -20,12 +21,21 @@ def forest_run(forest_fixture_run):
 
 
 @pytest.fixture(scope="module")
-def fixture_runs(forest_run):
+def all_fixture_runs(forest_run):
     return pl.read_parquet(forest_run["forest"])
+
+
+@pytest.fixture(scope="module")
+def fixture_runs(all_fixture_runs):
+    """The method runs: everything but the scale curve's."""
+    return all_fixture_runs.filter(pl.col("series") == "methods")
 
 
 def measured(runs: pl.DataFrame) -> pl.DataFrame:
     return runs.filter((pl.col("status") == "ok") & pl.col("files_per_s").is_not_null())
+
+
+FIXTURES = load_fixtures("fixtures")
 
 
 def test_figure_files(forest_run):
@@ -154,3 +164,78 @@ def test_fs_colours_tell_variants_apart():
     colours = fs_colors(names)
     assert len(set(colours)) == len(names)
     assert colours[:3] == [FS_COLORS["tmpfs"], FS_COLORS["ext4"], FS_COLORS["btrfs"]]  # the family's own hue first
+
+
+def test_the_fixture_has_scale_runs_on_the_method_pairs(all_fixture_runs, fixture_runs):
+    # the fixture's scale runs sit on the same (target, worker-2t) pairs at other rates:
+    # test_figure_points and test_table would see them if the notebook mixed them in
+    scale = all_fixture_runs.filter(pl.col("series") == "scale")
+    assert scale.height == 2 * len(FIXTURES.SCALE_FILES) * 3
+    assert set(scale["method"]) == {"worker-2t"}
+    assert fixture_runs.height + scale.height == all_fixture_runs.height
+
+
+def test_projection_of_the_full_forest(forest_run):
+    """The fit of log(seconds) = a + b log(files) recovers the fixture's exact
+    power law, and the projection of 1e9 files is c * 1e9 ** b."""
+    summary = json.loads((forest_run["results"] / "tables" / "forest-summary.json").read_text())
+    proj = summary["projection"]
+    assert proj["files"] == 10**9 and proj["files_per_dir"] == 1000 and proj["method"] == "worker-2t"
+    assert proj["sizes"] == FIXTURES.SCALE_FILES
+    assert proj["runs"] == 18 and proj["runs_measured"] == 17
+    assert [(r["target"], r["files_planned"], r["rep"]) for r in proj["not_measured"]] == [("ext4", 30_000, 1)]
+    assert proj["not_projected"] == []
+    assert "1e9" in proj["assumption"] and "RAM" in proj["assumption"]
+    got = {p["target"]: p for p in proj["targets"]}
+    assert list(got) == ["tmpfs", "ext4"]
+    for target, (c, b) in FIXTURES.SCALE_LAW.items():
+        p = got[target]
+        assert p["sizes"] == FIXTURES.SCALE_FILES
+        assert p["exponent"] == pytest.approx(b, rel=1e-9)
+        assert p["intercept"] == pytest.approx(math.log(c), rel=1e-9)
+        assert p["seconds_per_file"] == pytest.approx([c * n ** (b - 1) for n in FIXTURES.SCALE_FILES], rel=1e-9)
+        assert p["projected_s"] == pytest.approx(c * 1e9**b, rel=1e-9)
+        assert p["projected_hours"] == pytest.approx(c * 1e9**b / 3600, rel=1e-9)
+        minutes = int(c * 1e9**b // 60)
+        assert (p["h"], p["min"]) == (minutes // 60, minutes % 60)
+        assert p["vs_original"] == pytest.approx(c * 1e9**b / (15 * 3600 + 23 * 60 + 46), rel=1e-9)
+    # the original's native program on ext4, read from data/reference/forest.csv
+    orig = proj["original"]
+    assert (orig["clock_time"], orig["filesystem"], orig["method"]) == ("15h23m46s", "ext4", "native program")
+    assert orig["seconds"] == 15 * 3600 + 23 * 60 + 46 and (orig["h"], orig["min"]) == (15, 23)
+
+
+def test_scale_figure(forest_run):
+    figures = forest_run["results"] / "figures"
+    for ext, head in {"svg": b"<svg", "png": b"\x89PNG", "pdf": b"%PDF"}.items():
+        path = figures / f"forest-scale.{ext}"
+        assert path.is_file() and path.stat().st_size > 1000, path
+        assert path.read_bytes()[:64].lstrip().startswith(head), path
+    rows = spec_records(json.loads((figures / "forest-scale.vl.json").read_text()))
+    points = {(r["target"], r["files"]): r for r in rows if r.get("kind") == "measured"}
+    assert len(points) == 2 * len(FIXTURES.SCALE_FILES)
+    for (target, files), r in points.items():
+        c, b = FIXTURES.SCALE_LAW[target]
+        assert r["us_per_file"] == pytest.approx(c * files ** (b - 1) * 1e6, rel=1e-9)
+    for target, (c, b) in FIXTURES.SCALE_LAW.items():
+        fit = sorted((r["files"], r["us_per_file"]) for r in rows if r.get("kind") == "fit" and r["target"] == target)
+        assert fit[0][0] == pytest.approx(FIXTURES.SCALE_FILES[0]) and fit[-1][0] == pytest.approx(1e9)
+        assert fit[-1][1] == pytest.approx(c * 1e9 ** (b - 1) * 1e6, rel=1e-9)
+    original = [r for r in rows if r.get("kind") == "published"]
+    assert len(original) == 1 and original[0]["us_per_file"] == pytest.approx(55426 / 1e9 * 1e6)
+
+
+def test_no_projection_from_one_size(tmp_path):
+    """ext4 with one scale size measured: no projection for it, and the
+    summary and the paper say why; tmpfs is projected as before."""
+    from boatload import paper
+    from notebook_checks import pdf_text
+
+    run = FIXTURES.run_forest_notebook(tmp_path / "work", REPO, variant="one-size")
+    proj = json.loads((run["results"] / "tables" / "forest-summary.json").read_text())["projection"]
+    assert [p["target"] for p in proj["targets"]] == ["tmpfs"]
+    assert proj["not_projected"] == [{"target": "ext4", "filesystem": "ext4", "sizes": [10_000],
+                                      "reason": "1 scale size measured, a fit needs at least 2"}]
+    text = pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", run["results"]))
+    assert "Projected time for the full 1e9 forest" in text
+    assert "No projection for ext4 (1 scale size measured, a fit needs at least 2)" in text

@@ -286,6 +286,6 @@ STUDY = Study(
     estimate_s=estimate_s,
     scratch_bytes=archive_bytes,
     measures_without_root=True,
-    figures=("rates",),
+    figures=("rates", "scale"),
     cache=CACHE,
 )
