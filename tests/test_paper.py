@@ -73,6 +73,14 @@ def test_text_quotes_the_summary(results, built):
     assert f"{fmt_ratio(v['ours'])}×" in text
     assert f"{summary['original']['fastest']['files_per_s']:,}" in text  # published numbers exact
     assert summary["verdict_rule"][:40] in text
+    # the projection of the full forest: a row per target beside the original's time
+    proj = summary["projection"]
+    assert "Projected time for the full 1e9 forest" in text and proj["targets"]
+    table = text[text.index("Projected time for the full 1e9 forest"):]  # pdftotext reads it column by column
+    for p in proj["targets"]:
+        assert f"{fmt_ratio(p['exponent'])} {p['h']:,} h {p['min']} min {fmt_ratio(p['vs_original'])}" in table
+    assert "original: native program" in table and "– 15 h 23 min" in table
+    assert proj["assumption"] in text.replace("\u2019", "'")
     # provenance appendix
     prov = json.loads((results / "provenance.json").read_text())
     assert prov["lock_sha256"] in text and prov["kernel"] in text
@@ -118,3 +126,8 @@ def test_paper_without_measurements(tmp_path):
     text = pdf_text(pdf)
     assert "No run produced a measurement" in text
     assert "not tested" in text
+    # no scale size measured: no projection, and no table of it
+    proj = summary["projection"]
+    assert proj["targets"] == [] and {p["reason"] for p in proj["not_projected"]} == {
+        "0 scale sizes measured, a fit needs at least 2"}
+    assert "Projected time" not in text and "The full forest, projected" not in text
