@@ -76,7 +76,10 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
     all_jobs = sum(len(study(name).jobs(config)) for name in NAMES if name in config["studies"])
     assert set(NAMES) == {"degradation", "journal", "forest", "filecount", "tmpfs"}
     assert any(line.split() == ["measure", str(all_jobs)] for line in plan.stdout.splitlines()), plan.stdout
+    # the method runs, and the scale curve's runs of the worker at each size
     planned = len(forest["targets"]) * len(forest["methods"]) * config["repetitions"]
+    planned_scale = len(forest["targets"]) * len(forest["scale_files"]) * config["repetitions"]
+    assert planned_scale > 0
 
     first = snakemake(workdir, "--configfile", "config/ci.yaml")
     assert first.returncode == 0, first.stderr[-4000:]
@@ -100,7 +103,12 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
         plotted = {r["target"] for r in records if r.get("source") == "measured"}
         assert plotted == set(table.filter(pl.col("status") == "ok")["target"]), name
         assert any(r.get("source") == "published" for r in records), name
-    runs = pl.read_parquet(host / "forest.parquet")
+    all_runs = pl.read_parquet(host / "forest.parquet")
+    assert all_runs.height == planned + planned_scale
+    scale = all_runs.filter(pl.col("series") == "scale")
+    assert scale.height == planned_scale and set(scale["method"]) == {"worker-2t"}
+    assert sorted(set(scale["files_planned"])) == sorted(forest["scale_files"])
+    runs = all_runs.filter(pl.col("series") == "methods")
     assert runs.height == planned
     assert set(runs["method"]) == set(forest["methods"])
     assert set(runs["target"]) == set(forest["targets"])
@@ -115,6 +123,15 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
     pairs = table.select("target", "method").unique()
     assert pairs.height == table.height == measured.select("target", "method").unique().height
     assert (table["files_per_s"] > 0).all()
+    # The scale curve projects the full forest on every target it measured.
+    projection = json.loads((workdir / "results" / "tables" / "forest-summary.json").read_text())["projection"]
+    assert projection["runs"] == planned_scale
+    if os.geteuid() == 0:
+        assert scale.filter(pl.col("status") != "ok").height == 0, scale.select("target", "files_planned", "reason")
+        assert sorted(p["target"] for p in projection["targets"]) == sorted(forest["targets"])
+        assert all(p["projected_s"] > 0 for p in projection["targets"])
+    for figure in FIGURES["forest"]:
+        assert (workdir / "results" / "figures" / f"forest-{figure}.svg").stat().st_size > 1000, figure
 
     # Every raw result carries its provenance.
     raw = json.loads(next((host / "forest").rglob("rep1.json")).read_text())
@@ -140,6 +157,8 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir):
     assert "Measurement conditions" in text and "still disturbed" in text and "Cold or warm" in text
     assert all(c["cache"]["ours"] and c["cache"]["original"] for c in conditions.values())
     assert text.count("Original:") == len(NAMES)
+    if os.geteuid() == 0:
+        assert "Projected time for the full 1e9 forest" in text
     # The paper a reviewer reads: its sections, references, the audit of this
     # very run, and no word past the margin on any page.
     check_audit(workdir / "results")
@@ -199,7 +218,9 @@ def test_ctrl_c_mid_run_leaves_no_mount_or_loop_device(workdir):
     config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())
     config["targets"]["ext4"]["size_mb"] = 256
     # 50,000 files: a 256 MB ext4 image holds 65,536 inodes (the preflight refuses more)
-    config["studies"]["forest"].update(shape=[50, 1000], methods=["touch-each"], targets=["ext4"], time_cap_s=120)
+    # no scale curve: its short runs could finish (and publish) before the Ctrl-C
+    config["studies"]["forest"].update(shape=[50, 1000], methods=["touch-each"], targets=["ext4"], time_cap_s=120,
+                                       scale_files=[])
     config["studies"] = {"forest": config["studies"]["forest"]}
     (workdir / "config" / "slow.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.Popen(
