@@ -23,7 +23,7 @@ import math
 from pathlib import Path
 
 from boatload.results import write_atomic
-from boatload.studies import registry
+from boatload.studies import forest, registry
 
 __all__ = ["CRIMES", "build_audit", "geomean", "main", "write_audit"]
 
@@ -49,10 +49,6 @@ CRIMES: list[tuple[str, str, str]] = [
     ("E2", "Missing information", "Missing subsets"),
     ("E3", "Missing information", "Relative numbers only"),
 ]
-
-# The scale of each original, where its summary does not carry it: the forest
-# original made "a thousand thousand thousand files" (seed 002).
-FOREST_ORIGINAL_FILES = 1000**3
 
 # What the provenance appendix states about the platform.
 PLATFORM_FIELDS = {"host": "the host", "cpu_model": "its CPU model", "cpus": "CPU count", "memory_bytes": "memory",
@@ -173,7 +169,7 @@ def _scale(summaries: dict) -> list[dict]:
                          "unit": unit, "factor": original / ours})
 
     g = lambda study, *keys: _get(summaries.get(study, {}), *keys)  # noqa: E731
-    add("forest", "files per run", g("forest", "counts", "files_planned"), FOREST_ORIGINAL_FILES)
+    add("forest", "files per run", g("forest", "counts", "files_planned"), forest.ORIGINAL_FILES)
     add("degradation", "extra files per stage", g("degradation", "setup", "extra_files_per_stage"),
         g("degradation", "original", "extra_files_per_stage"))
     add("degradation", "big file", g("degradation", "setup", "file_bytes"), g("degradation", "original", "file_bytes"),

@@ -30,7 +30,7 @@ WORKER_THREADS = {"worker-1t": 1, "worker-2t": 2}
 # the time grows with N and project the original's 1e9 files.
 SCALE_METHOD = "worker-2t"
 FILES_PER_DIR = 1_000
-#: the original's forest: 1000 x 1000 x 1000 empty files
+# the original's forest: "a thousand thousand thousand files" (seed 002)
 ORIGINAL_FILES = 1000**3
 
 
