@@ -22,8 +22,12 @@
  * without the open file the program never uses, and one system call
  * instead of two. No absolute path is ever built and no symlink is ever
  * followed (mknodat, like O_CREAT|O_EXCL, fails with EEXIST on a symlink).
+ *
+ * This file holds the options, the plan and the report; the phases are in
+ * tree_create.c.
  */
 #include "tree.h"
+#include "tree_plan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,47 +50,11 @@
 #include "split.h"
 #include "timing.h"
 
-enum order { ORDER_SEQUENTIAL, ORDER_RANDOM };
-enum fsync_mode { FSYNC_NONE, FSYNC_FILE, FSYNC_DIR };
-enum layout { LAYOUT_FIXED, LAYOUT_RANDOM };
-enum create_call { CREATE_AUTO, CREATE_OPEN, CREATE_MKNOD };
-
 static const char *const order_names[] = {"sequential", "random", NULL};
 static const char *const fsync_names[] = {"none", "file", "dir", NULL};
 static const char *const layout_names[] = {"fixed", "random", NULL};
 static const char *const create_call_names[] = {"auto", "open", "mknod", NULL};
 
-#define WALK_MAX_DEPTH SHAPE_MAX_LEVELS      /* >= RLAYOUT_MAX_DEPTH */
-
-struct tree_opts {
-    struct common_opts c;
-    struct shape shape;
-    int order;
-    int fsync;
-    int layout;
-    uint64_t files;               /* random layout */
-    uint64_t max_depth;
-    uint64_t files_per_dir_max;
-    struct filedata_size size;
-    uint64_t size_align;
-    int content;
-    int create_call;
-};
-
-struct tree_plan {
-    const struct tree_opts *o;
-    int random_layout;
-    int rootfd;
-    uint64_t files, dirs;     /* totals of the layout */
-    uint64_t chunk;           /* the most files one thread makes in one directory */
-    uint64_t items;           /* directories that hold files (DIR itself when there are none) */
-    struct perm leaf_perm;    /* order of the leaves (fixed) or directories (random) */
-    uint64_t file_key;
-    struct filedata data;
-    struct rlayout lay;       /* random layout */
-    _Atomic int use_mknod;    /* cleared when auto finds mknodat unsupported */
-    _Atomic uint64_t next_item; /* mkdir phase: the next directory */
-};
 
 static int parse_shape(const char *val, void *dst, char *err, size_t errlen)
 {
@@ -96,254 +64,6 @@ static int parse_shape(const char *val, void *dst, char *err, size_t errlen)
 static int parse_size(const char *val, void *dst, char *err, size_t errlen)
 {
     return filedata_parse_size(val, dst, err, errlen);
-}
-
-struct walk {
-    unsigned open_depth;      /* fds[0..open_depth) are valid */
-    int fds[WALK_MAX_DEPTH];
-    uint64_t cur[WALK_MAX_DEPTH];
-};
-
-static void walk_close(struct walk *w, unsigned keep)
-{
-    while (w->open_depth > keep)
-        close(w->fds[--w->open_depth]);
-}
-
-/* The path of the directory ids[0..depth) (as walked: per-level indices for
- * the fixed layout, directory numbers for the random one), with file. */
-static void fail_at(struct phase_thread *t, const struct tree_plan *p, const uint64_t *ids, unsigned depth,
-                    const char *file, int err)
-{
-    char where[PHASE_WHERE_MAX];
-    if (!p->random_layout)
-        shape_path(&p->o->shape, ids, depth, file, where, sizeof where);
-    else if (depth)
-        rlayout_path(&p->lay, ids[depth - 1], file, where, sizeof where);
-    else
-        snprintf(where, sizeof where, "%s", file ? file : "");
-    phase_fail(t, err, where);
-}
-
-/* Open the directories ids[0..depth), making them first with make (the
- * mkdir phase, which counts those it made in t->ops). Returns the fd of the
- * last (the target fd for depth 0) or -1 after phase_fail. */
-static int walk_to(struct phase_thread *t, struct walk *w, const struct tree_plan *p, const uint64_t *ids,
-                   unsigned depth, int make)
-{
-    unsigned keep = 0;
-    while (keep < w->open_depth && keep < depth && w->cur[keep] == ids[keep])
-        keep++;
-    walk_close(w, keep);
-    char name[SHAPE_NAME_MAX];
-    for (unsigned l = keep; l < depth; l++) {
-        int parent = l ? w->fds[l - 1] : p->rootfd;
-        if (p->random_layout)
-            rlayout_dir_name(&p->lay, ids[l], name);
-        else
-            shape_name(&p->o->shape, l, ids[l], name);
-        if (make) {
-            if (mkdirat(parent, name, 0755) == 0) {
-                t->ops++;
-                phase_publish_counts(t);
-            } else if (errno != EEXIST) {
-                fail_at(t, p, ids, l + 1, NULL, errno);
-                return -1;
-            }
-        }
-        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-            fail_at(t, p, ids, l + 1, NULL, errno);
-            return -1;
-        }
-        w->fds[l] = fd;
-        w->cur[l] = ids[l];
-        w->open_depth = l + 1;
-    }
-    return depth ? w->fds[depth - 1] : p->rootfd;
-}
-
-/* mknodat errors that mean "not on this file system" rather than a
- * failure of the request: auto falls back to open. */
-static int mknod_unsupported(int e)
-{
-    return e == EPERM || e == EOPNOTSUPP || e == ENOSYS || e == EINVAL;
-}
-
-/* Create file name (global index gi) in dfd and write its bytes. 0: done;
- * 1: it already exists (--allow-existing); -errno: failed. t->ops counts
- * the file as soon as it exists. */
-static inline int create_file(struct phase_thread *t, struct tree_plan *p, int dfd, const char *name,
-                              uint64_t gi)
-{
-    const struct tree_opts *o = p->o;
-    if (atomic_load_explicit(&p->use_mknod, memory_order_relaxed)) {
-        if (__builtin_expect(mknodat(dfd, name, S_IFREG | 0644, 0) == 0, 1)) {
-            t->ops++;
-            return 0;
-        }
-        int e = errno;
-        if (e == EEXIST && o->c.allow_existing)
-            return 1;
-        if (!(o->create_call == CREATE_AUTO && mknod_unsupported(e)))
-            return -e;
-        atomic_store_explicit(&p->use_mknod, 0, memory_order_relaxed);
-    }
-    int fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (__builtin_expect(fd < 0, 0)) {
-        int e = errno;
-        if (e == EEXIST && o->c.allow_existing)
-            return 1;
-        return -e;
-    }
-    t->ops++; /* the file exists from here on, whatever follows */
-    if (p->data.buf) {
-        uint64_t size = filedata_file_size(&p->data.size, p->data.size_key, gi);
-        int rc = filedata_write(&p->data, fd, gi, size, &t->bytes);
-        if (rc != 0) {
-            close(fd);
-            return rc;
-        }
-    }
-    if (o->fsync != FSYNC_NONE && fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        return -e;
-    }
-    if (__builtin_expect(close(fd) != 0, 0))
-        return -errno;
-    return 0;
-}
-
-/* The directory at visit position pos: its chain of ids (returns the
- * depth), its number of files and the global index of its first file. */
-static unsigned item_dir(const struct tree_plan *p, uint64_t pos, uint64_t *ids, uint64_t *dir, uint64_t *nfiles,
-                         uint64_t *first)
-{
-    const int random_order = p->o->order == ORDER_RANDOM;
-    *dir = random_order ? perm_apply(&p->leaf_perm, pos) : pos;
-    if (p->random_layout) {
-        *nfiles = p->lay.dirs[*dir].nfiles;
-        *first = p->lay.dirs[*dir].first_file;
-        return rlayout_chain(&p->lay, *dir, ids);
-    }
-    const struct shape *sh = &p->o->shape;
-    shape_leaf_indices(sh, *dir, ids);
-    *nfiles = sh->files_per_leaf;
-    *first = *dir * *nfiles;
-    return sh->nlevels - 1;
-}
-
-/* Directory phase "mkdir": make every directory, the threads taking the
- * directories that hold files one at a time (with their parents). */
-static void tree_mkdir_worker(struct phase_thread *t, void *arg)
-{
-    struct tree_plan *p = arg;
-    struct walk w = {0};
-    uint64_t ids[WALK_MAX_DEPTH] = {0};
-    while (!phase_stopping(t)) {
-        uint64_t pos = atomic_fetch_add_explicit(&p->next_item, 1, memory_order_relaxed);
-        if (pos >= p->items)
-            break;
-        uint64_t dir, nfiles, first;
-        unsigned depth = item_dir(p, pos, ids, &dir, &nfiles, &first);
-        if (walk_to(t, &w, p, ids, depth, 1) < 0)
-            break;
-    }
-    walk_close(&w, 0);
-}
-
-static void tree_worker(struct phase_thread *t, void *arg)
-{
-    struct tree_plan *p = arg;
-    const struct tree_opts *o = p->o;
-    const struct shape *sh = &o->shape;
-    const struct rlayout *lay = &p->lay;
-    const int random_order = o->order == ORDER_RANDOM;
-    const int fsync_dir = o->fsync == FSYNC_DIR;
-    struct walk w = {0};
-    uint64_t ids[WALK_MAX_DEPTH] = {0};
-    char name[SHAPE_NAME_MAX];
-
-    struct split_share share;
-    split_share(p->items, (unsigned)o->c.threads, t->id, &share);
-    for (uint64_t pos = share.dir_begin; pos < share.dir_end && !phase_stopping(t); pos++) {
-        uint64_t dir, nfiles, first;
-        unsigned depth = item_dir(p, pos, ids, &dir, &nfiles, &first);
-        int dfd = walk_to(t, &w, p, ids, depth, 0);
-        if (dfd < 0)
-            break;
-
-        struct perm fperm;
-        if (random_order)
-            perm_init(&fperm, nfiles, mix64(p->file_key ^ mix64(dir + 1)));
-        uint64_t begin, end;
-        split_chunk(nfiles, share.part, share.parts, &begin, &end);
-
-        uint64_t t0 = now_ns();
-        for (uint64_t j = begin; j < end; j++) {
-            if (__builtin_expect(phase_stopping(t), 0))
-                goto out;
-            uint64_t fi = random_order ? perm_apply(&fperm, j) : j;
-            if (p->random_layout)
-                rlayout_file_name(lay, fi, name);
-            else
-                shape_name(sh, sh->nlevels - 1, fi, name);
-            int rc = create_file(t, p, dfd, name, first + fi);
-            if (__builtin_expect(rc != 0, 0)) {
-                if (rc == 1) {
-                    t->existing++;
-                    t0 = now_ns();
-                    continue;
-                }
-                fail_at(t, p, ids, depth, name, -rc);
-                goto out;
-            }
-            uint64_t t1 = now_ns();
-            hist_record(&t->hist, t1 - t0);
-            t0 = t1;
-            phase_publish_counts(t);
-        }
-        if (fsync_dir && fsync(dfd) != 0) {
-            fail_at(t, p, ids, depth, NULL, errno);
-            goto out;
-        }
-    }
-out:
-    walk_close(&w, 0);
-}
-
-/* "split": each thread's share of the create phase, in visit positions of
- * the directories that hold files. */
-static void write_split(struct json *j, const struct tree_plan *p)
-{
-    unsigned threads = (unsigned)p->o->c.threads;
-    json_obj_begin(j);
-    json_key(j, "by");
-    json_str(j, split_by_dirs(p->items, threads) ? "dirs" : "files");
-    json_key(j, "threads");
-    json_arr_begin(j);
-    for (unsigned t = 0; t < threads; t++) {
-        struct split_share sh;
-        split_share(p->items, threads, t, &sh);
-        uint64_t files = 0, ids[WALK_MAX_DEPTH];
-        for (uint64_t pos = sh.dir_begin; pos < sh.dir_end; pos++) {
-            uint64_t dir, nfiles, first, b, e;
-            (void)item_dir(p, pos, ids, &dir, &nfiles, &first);
-            split_chunk(nfiles, sh.part, sh.parts, &b, &e);
-            files += e - b;
-        }
-        json_obj_begin(j);
-        json_key(j, "first_dir");
-        json_u64(j, sh.dir_begin);
-        json_key(j, "dirs");
-        json_u64(j, sh.dir_end - sh.dir_begin);
-        json_key(j, "files");
-        json_u64(j, files);
-        json_obj_end(j);
-    }
-    json_arr_end(j);
-    json_obj_end(j);
 }
 
 static void write_params(struct json *j, const void *arg)
@@ -410,7 +130,7 @@ static void write_params(struct json *j, const void *arg)
     json_key(j, "create_call");
     json_str(j, atomic_load(&p->use_mknod) ? "mknod" : "open");
     json_key(j, "split");
-    write_split(j, p);
+    tree_write_split(j, p);
     json_obj_end(j);
 }
 
@@ -536,30 +256,6 @@ static int parse_args(int argc, char **argv)
     return check_options(&opts) != 0 ? EXIT_USAGE : CLI_CONTINUE;
 }
 
-/* The most files one thread makes in one directory. */
-static void plan_chunk(struct tree_plan *p, unsigned threads)
-{
-    uint64_t biggest = 0, ids[WALK_MAX_DEPTH];
-    if (p->random_layout) {
-        for (uint64_t d = 0; d < p->lay.ndirs; d++)
-            biggest = p->lay.dirs[d].nfiles > biggest ? p->lay.dirs[d].nfiles : biggest;
-    } else {
-        biggest = p->o->shape.files_per_leaf;
-    }
-    p->chunk = biggest;
-    if (split_by_dirs(p->items, threads))
-        return;
-    p->chunk = 0;
-    for (unsigned t = 0; t < threads; t++) {
-        struct split_share sh;
-        uint64_t dir, nfiles, first, b, e;
-        split_share(p->items, threads, t, &sh);
-        (void)item_dir(p, sh.dir_begin, ids, &dir, &nfiles, &first);
-        split_chunk(nfiles, sh.part, sh.parts, &b, &e);
-        p->chunk = e - b > p->chunk ? e - b : p->chunk;
-    }
-}
-
 /* The seeds, the file data, the layout and the work items. 0, or -1 when
  * out of memory. */
 static int derive(struct tree_plan *p, const struct tree_opts *o)
@@ -583,7 +279,7 @@ static int derive(struct tree_plan *p, const struct tree_opts *o)
         p->items = o->shape.leaves;
     }
     perm_init(&p->leaf_perm, p->items, order_key);
-    plan_chunk(p, (unsigned)o->c.threads);
+    tree_plan_chunk(p, (unsigned)o->c.threads);
     return 0;
 }
 
@@ -659,7 +355,7 @@ static void run_phase(struct tree_plan *p, struct phase_result *res, struct phas
         else
             *nres = 1;
     } else if (!*oom) {
-        if (phase_run(res, &po, tree_worker, p) != 0 && !res->lat)
+        if (phase_run(res, &po, tree_create_worker, p) != 0 && !res->lat)
             *oom = 1;
         else {
             *nres = 1;

@@ -1,0 +1,299 @@
+/* meta_phases.c - the meta workload's phases: mkdir and rmdir of the
+ * directories, and the file phases (create, open, stat, read, delete), each
+ * thread on its own share. See meta.c for the workload as a whole. */
+#include "meta_plan.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "split.h"
+#include "timing.h"
+
+static void fail_file(struct phase_thread *t, const struct meta_plan *p, uint64_t dir, const char *file,
+                      int err)
+{
+    char where[PHASE_WHERE_MAX], dname[SHAPE_NAME_MAX];
+    if (p->lay.dirs) {
+        shape_name(&p->lay.names, 0, dir, dname);
+        snprintf(where, sizeof where, "%s/%s", dname, file);
+    } else {
+        snprintf(where, sizeof where, "%s", file);
+    }
+    phase_fail(t, err, where);
+}
+
+/* Directory phase "mkdir" (before a create phase): make and open the
+ * directories, shared among the threads one at a time. t->ops counts the
+ * directories made, t->existing those already there. */
+void meta_mkdir_worker(struct phase_thread *t, void *arg)
+{
+    struct meta_plan *p = arg;
+    const int fsync_dir = p->o->fsync == FSYNC_DIR;
+    char name[SHAPE_NAME_MAX];
+    while (!phase_stopping(t)) {
+        uint64_t j = atomic_fetch_add(&p->next_dir, 1);
+        if (j >= p->ndirfds)
+            break;
+        shape_name(&p->lay.names, 0, j, name);
+        if (mkdirat(p->rootfd, name, 0755) == 0) {
+            t->ops++;
+            if (fsync_dir && fsync(p->rootfd) != 0) {
+                phase_fail(t, errno, name);
+                return;
+            }
+        } else if (errno == EEXIST) {
+            t->existing++;
+        } else {
+            phase_fail(t, errno, name);
+            return;
+        }
+        phase_publish_counts(t);
+        if (p->dirfds[j] < 0) {
+            int fd = openat(p->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (fd < 0) {
+                phase_fail(t, errno, name);
+                return;
+            }
+            p->dirfds[j] = fd;
+        }
+    }
+}
+
+/* Before a phase other than create: open the directories not open yet
+ * (untimed). 0, or the errno with the directory's name in where. */
+int meta_open_dirs(struct meta_plan *p, char *where, size_t wlen)
+{
+    if (p->lay.dirs == 0)
+        return 0;
+    for (uint64_t j = 0; j < p->ndirfds; j++) {
+        if (p->dirfds[j] >= 0)
+            continue;
+        char name[SHAPE_NAME_MAX];
+        shape_name(&p->lay.names, 0, j, name);
+        int fd = openat(p->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            int e = errno;
+            snprintf(where, wlen, "%s", name);
+            return e;
+        }
+        p->dirfds[j] = fd;
+    }
+    return 0;
+}
+
+/* Directory phase "rmdir" (after a delete phase): close and remove the
+ * directories, shared among the threads one at a time. */
+void meta_rmdir_worker(struct phase_thread *t, void *arg)
+{
+    struct meta_plan *p = arg;
+    char name[SHAPE_NAME_MAX];
+    while (!phase_stopping(t)) {
+        uint64_t j = atomic_fetch_add(&p->next_dir, 1);
+        if (j >= p->ndirfds)
+            break;
+        if (p->dirfds[j] >= 0) {
+            close(p->dirfds[j]);
+            p->dirfds[j] = -1;
+        }
+        shape_name(&p->lay.names, 0, j, name);
+        if (unlinkat(p->rootfd, name, AT_REMOVEDIR) != 0) {
+            phase_fail(t, errno, name);
+            return;
+        }
+        t->ops++;
+        phase_publish_counts(t);
+        if (p->o->fsync == FSYNC_DIR && fsync(p->rootfd) != 0) {
+            phase_fail(t, errno, ".");
+            return;
+        }
+    }
+}
+
+/* One file operation. 0: done; 1: create found the file already there
+ * (--allow-existing); -errno: failed. */
+static int do_create(struct phase_thread *t, const struct meta_plan *p, int dfd, uint64_t i,
+                     const char *name)
+{
+    const struct meta_opts *o = p->o;
+    int fd = openat(dfd, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EEXIST && o->c.allow_existing)
+            return 1;
+        return -e;
+    }
+    t->ops++; /* the file exists from here on, whatever follows */
+    uint64_t left = meta_file_size(&o->size, p->size_key, i);
+    if (left) {
+        const unsigned char *src = p->content + mix64(p->size_key + i) % META_CONTENT_SLACK;
+        while (left > 0) {
+            size_t n = left < META_IO_CHUNK ? (size_t)left : META_IO_CHUNK;
+            ssize_t w = write(fd, src, n);
+            if (w <= 0) {
+                int e = w < 0 ? errno : EIO;
+                if (e == EINTR)
+                    continue;
+                close(fd);
+                return -e;
+            }
+            t->bytes += (uint64_t)w;
+            left -= (uint64_t)w;
+        }
+    }
+    if (o->fsync != FSYNC_NONE && fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
+    if (close(fd) != 0)
+        return -errno;
+    if (o->fsync == FSYNC_DIR && fsync(dfd) != 0)
+        return -errno;
+    return 0;
+}
+
+static int do_read(struct phase_thread *t, int dfd, const char *name, unsigned char *buf)
+{
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    for (;;) {
+        ssize_t r = read(fd, buf, META_IO_CHUNK);
+        if (r == 0)
+            break;
+        if (r < 0) {
+            int e = errno;
+            if (e == EINTR)
+                continue;
+            close(fd);
+            return -e;
+        }
+        t->bytes += (uint64_t)r;
+    }
+    if (close(fd) != 0)
+        return -errno;
+    t->ops++;
+    return 0;
+}
+
+static int do_op(struct phase_thread *t, const struct meta_plan *p, int dfd, uint64_t i, const char *name,
+                 unsigned char *buf)
+{
+    switch (p->op) {
+    case META_CREATE:
+        return do_create(t, p, dfd, i, name);
+    case META_OPEN: {
+        int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        if (close(fd) != 0)
+            return -errno;
+        t->ops++;
+        return 0;
+    }
+    case META_STAT: {
+        struct stat st;
+        if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+            return -errno;
+        t->ops++;
+        return 0;
+    }
+    case META_READ:
+        return do_read(t, dfd, name, buf);
+    case META_DELETE:
+        if (unlinkat(dfd, name, 0) != 0)
+            return -errno;
+        t->ops++;
+        if (p->o->fsync == FSYNC_DIR && fsync(dfd) != 0)
+            return -errno;
+        return 0;
+    default:
+        return -EINVAL;
+    }
+}
+
+void meta_file_worker(struct phase_thread *t, void *arg)
+{
+    struct meta_plan *p = arg;
+    const struct meta_layout *lay = &p->lay;
+    const unsigned flevel = lay->names.nlevels - 1;
+    char name[SHAPE_NAME_MAX];
+    unsigned char *buf = NULL;
+
+    struct split_share sh;
+    uint64_t begin, end;
+    meta_share(lay, (unsigned)p->o->c.threads, t->id, &sh, &begin, &end);
+    struct meta_order order;
+    meta_order_init_share(&order, begin, end, p->random, p->o->c.seed, p->phase_index);
+    if (p->op == META_READ) {
+        buf = malloc(META_IO_CHUNK);
+        if (!buf) {
+            phase_fail(t, ENOMEM, "setup");
+            return;
+        }
+    }
+    uint64_t t0 = now_ns();
+    for (uint64_t pos = 0; pos < end - begin; pos++) {
+        if (__builtin_expect(phase_stopping(t), 0))
+            break;
+        uint64_t i = begin + meta_order_file(&order, pos), d, l;
+        meta_locate(lay, i, &d, &l);
+        shape_name(&lay->names, flevel, l, name);
+        int rc = do_op(t, p, p->dirfds[d], i, name, buf);
+        if (__builtin_expect(rc != 0, 0)) {
+            if (rc == 1) {
+                t->existing++;
+                t0 = now_ns();
+                continue;
+            }
+            fail_file(t, p, d, name, -rc);
+            break;
+        }
+        uint64_t t1 = now_ns();
+        hist_record(&t->hist, t1 - t0);
+        t0 = t1;
+        phase_publish_counts(t);
+    }
+    free(buf);
+}
+
+/* "split": how the file phases' work is shared (the same for every phase). */
+void meta_write_split(struct json *j, const struct meta_plan *p)
+{
+    unsigned threads = (unsigned)p->o->c.threads;
+    uint64_t ndirs = p->lay.dirs ? p->lay.dirs : 1;
+    json_obj_begin(j);
+    json_key(j, "by");
+    json_str(j, split_by_dirs(ndirs, threads) ? "dirs" : "files");
+    json_key(j, "threads");
+    json_arr_begin(j);
+    for (unsigned t = 0; t < threads; t++) {
+        struct split_share sh;
+        uint64_t begin, end;
+        meta_share(&p->lay, threads, t, &sh, &begin, &end);
+        json_obj_begin(j);
+        json_key(j, "first_dir");
+        json_u64(j, sh.dir_begin);
+        json_key(j, "dirs");
+        json_u64(j, sh.dir_end - sh.dir_begin);
+        json_key(j, "files");
+        json_u64(j, end - begin);
+        json_obj_end(j);
+    }
+    json_arr_end(j);
+    json_obj_end(j);
+}
+
+void meta_close_dirs(struct meta_plan *p)
+{
+    if (p->lay.dirs)
+        for (uint64_t j = 0; j < p->ndirfds; j++)
+            if (p->dirfds[j] >= 0)
+                close(p->dirfds[j]);
+}
