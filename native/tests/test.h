@@ -52,11 +52,13 @@ void test_int_long_argument_keeps_reason(void);
 void test_int_symlink_dir_not_followed(void);
 void test_int_symlink_file_not_followed(void);
 void test_int_out_file(void);
+/* test_integration_io.c */
 void test_int_meta_phases(void);
 void test_int_meta_missing_file_exit1(void);
 void test_int_new_workloads_bad_args_exit2(void);
 void test_int_seqio_write_read(void);
 void test_int_randio_counts(void);
+/* test_integration_tree.c */
 void test_int_tree_random_layout(void);
 void test_int_tree_new_bad_args_exit2(void);
 /* test_meta.c */
