@@ -1,8 +1,11 @@
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
+
+from workerlib import SHM
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "native" / "build" / "boatload-worker"
@@ -26,6 +29,14 @@ def worker() -> Path:
     if not WORKER.exists():
         subprocess.run(["make", "-C", str(ROOT / "native")], check=True, capture_output=True)
     return WORKER
+
+
+@pytest.fixture
+def shm_dir(tmp_path):
+    """A fresh directory on tmpfs (/dev/shm) when there is one, else under tmp_path."""
+    d = Path(tempfile.mkdtemp(prefix="boatload-test.", dir=SHM or tmp_path))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def ours_left(scratch: Path) -> list[str]:

@@ -1,21 +1,17 @@
-"""Targets on real file systems: provisioning, teardown on every exit path,
-cleanup of leftovers, and the safety rules (never format what we did not create).
+"""Targets on real file systems: parsing, signals and the ledger, provisioning
+of every kind and file system, external logs, the write cache.
 
-Root-needing tests are skipped without root. The state checks below read
-/proc/self/mountinfo and `losetup` directly, not through boatload.
+Root-needing tests are skipped without root. The state checks read
+/proc/self/mountinfo and `losetup` directly, not through boatload (targetlib).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
-import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -28,98 +24,7 @@ from boatload.cleanup import cleanup
 from boatload.hostops import Teardown
 from boatload.targets import provision
 from boatload.targetspec import MKFS, TargetError, TargetSpec, needs_root, parse_target
-
-IS_ROOT = os.geteuid() == 0
-root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)")
-SRC = Path(__file__).resolve().parents[1] / "src"
-NOBODY = 65534
-
-SIZES = {"tmpfs": 64, "ext2": 64, "ext3": 64, "ext4": 64, "xfs": 300, "btrfs": 128}
-
-
-def spec_for(fs: str, **kw) -> TargetSpec:
-    kind = "tmpfs" if fs == "tmpfs" else "dir" if fs == "dir" else "loop"
-    mapping = {"kind": kind, "fs": fs, **({"size_mb": SIZES[fs]} if fs in SIZES else {}), **kw}
-    return parse_target(fs, mapping)
-
-
-@pytest.fixture
-def scratch(tmp_path):
-    s = (tmp_path / "scratch").resolve()
-    yield s
-    # never leave anything behind, even when a test fails half way
-    if IS_ROOT and leftovers(s):
-        cleanup(s, force=True)
-    assert leftovers(s) == {}
-
-
-# -- independent view of the system ------------------------------------------
-
-
-def _unescape(s: str) -> str:
-    return s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
-
-
-def mounts_under(path: Path) -> dict[str, str]:
-    """mount point -> fs type, for mounts at or below `path`."""
-    out = {}
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
-        parts = line.split()
-        mp = _unescape(parts[4])
-        fstype = parts[parts.index("-") + 1]
-        if mp == str(path) or mp.startswith(str(path) + "/"):
-            out[mp] = fstype
-    return out
-
-
-def loops_under(path: Path) -> dict[str, str]:
-    """loop device -> backing file, for backing files below `path`."""
-    r = subprocess.run(["losetup", "-J", "-l"], capture_output=True, text=True)
-    if not r.stdout.strip():
-        return {}
-    out = {}
-    for d in json.loads(r.stdout)["loopdevices"]:
-        back = (d.get("back-file") or "").removesuffix(" (deleted)")
-        if back.startswith(str(path) + "/"):
-            out[d["name"]] = back
-    return out
-
-
-def shm_dir(scratch: Path) -> Path:
-    """Where the external log images of `scratch` live (the documented naming)."""
-    return Path("/dev/shm") / f"boatload-{hashlib.sha256(str(scratch).encode()).hexdigest()[:16]}"
-
-
-def leftovers(scratch: Path) -> dict:
-    """Everything provisioning may leave behind; {} means clean."""
-    found = {}
-    if m := mounts_under(scratch):
-        found["mounts"] = m
-    if IS_ROOT and (lo := {**loops_under(scratch), **loops_under(shm_dir(scratch))}):
-        found["loops"] = lo
-    for sub in ("images", "mnt", "dirs"):
-        d = scratch / sub
-        if d.is_dir() and (names := sorted(os.listdir(d))):
-            found[sub] = names
-    if shm_dir(scratch).exists():
-        found["shm"] = sorted(os.listdir(shm_dir(scratch))) or ["(empty directory)"]
-    return found
-
-
-def write_cache(device: str) -> str:
-    return Path(f"/sys/block/{Path(device).name}/queue/write_cache").read_text().strip()
-
-
-def flushes(device: str) -> int:
-    """Flush requests the block device completed (field 16 of /sys/block/<dev>/stat)."""
-    return int(Path(f"/sys/block/{Path(device).name}/stat").read_text().split()[15])
-
-
-def wait_clean(scratch: Path, timeout: float = 5.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while (left := leftovers(scratch)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
+from targetlib import root, SIZES, spec_for, scratch, mounts_under, loops_under, log_image_dir, leftovers, write_cache, flushes  # noqa: F401 (scratch is a fixture)
 
 
 # -- parsing -------------------------------------------------------------------
@@ -346,9 +251,9 @@ def test_xfs_external_log(scratch):
         p = t.provenance
         data, log = p["loop_device"], p["log_device"]
         assert log.startswith("/dev/loop") and log != data
-        assert Path(p["log_image"]).parent == shm_dir(scratch)
+        assert Path(p["log_image"]).parent == log_image_dir(scratch)
         assert p["log_size_bytes"] == 64 * 1024 * 1024 and p["log_backing_fs"] == "tmpfs"
-        assert loops_under(scratch) == {data: p["image"]} and loops_under(shm_dir(scratch)) == {log: p["log_image"]}
+        assert loops_under(scratch) == {data: p["image"]} and loops_under(log_image_dir(scratch)) == {log: p["log_image"]}
         assert f"logdev={log},size=64m" in p["mkfs_command"]
         # the kernel's view: mounted with the external log
         line = next(x for x in Path("/proc/self/mountinfo").read_text().splitlines() if f" {t.path} " in x)
@@ -364,7 +269,7 @@ def test_xfs_external_log(scratch):
         assert len(os.listdir(t.path)) == 100
         json.dumps(p)
     assert leftovers(scratch) == {}
-    assert not shm_dir(scratch).exists()
+    assert not log_image_dir(scratch).exists()
     assert cleanup(scratch) == []
     assert all(r.released for r in Ledger(scratch).resources().values())
 
@@ -391,7 +296,7 @@ def test_ext4_external_journal(scratch):
             os.fsync(f.fileno())
         assert mounts_under(scratch) == {str(t.path): "ext4"}
     assert leftovers(scratch) == {}
-    assert not shm_dir(scratch).exists()
+    assert not log_image_dir(scratch).exists()
     assert cleanup(scratch) == []
 
 
@@ -459,269 +364,3 @@ def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch)
             pass
     assert str(e.value).startswith("targets.ext4.write_cache: the kernel refused 'write through' for /dev/loop")
     assert leftovers(scratch) == {}
-
-
-@root
-@pytest.mark.parametrize("fs", ["tmpfs", "ext4"])
-def test_exception_inside_block_tears_down(fs, scratch):
-    with pytest.raises(ZeroDivisionError):
-        with provision(spec_for(fs), scratch) as t:
-            (t.path / "f").write_text("x")
-            1 / 0
-    assert leftovers(scratch) == {}
-
-
-@root
-def test_failing_mkfs_and_mount_tear_down(scratch):
-    with pytest.raises(TargetError, match=r"targets\.ext4\.mkfs_options"):
-        with provision(spec_for("ext4", mkfs_options=["--no-such-flag"]), scratch):
-            pass
-    assert leftovers(scratch) == {}
-    with pytest.raises(TargetError, match=r"targets\.ext4\.mount_options"):
-        with provision(spec_for("ext4", mount_options=["no_such_option"]), scratch):
-            pass
-    assert leftovers(scratch) == {}
-
-
-@root
-def test_busy_mount_is_detached_lazily(scratch, capsys):
-    with provision(spec_for("ext4"), scratch) as t:
-        held = open(t.path / "held", "w")
-    try:
-        assert "lazily" in capsys.readouterr().err
-        assert mounts_under(scratch) == {}
-    finally:
-        held.close()
-    assert wait_clean(scratch) == {}  # the loop device clears itself once released
-
-
-CHILD = textwrap.dedent(
-    """
-    import signal, sys, time
-    from pathlib import Path
-    from boatload.targets import provision
-    from boatload.targetspec import parse_target
-    # as a fresh terminal process has them, even if started under nohup or in a background job
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    spec = parse_target("ext4", {"fs": "ext4", "size_mb": 64})
-    with provision(spec, Path(sys.argv[1])) as t:
-        print("READY", t.path, flush=True)
-        time.sleep(60)
-    """
-)
-
-
-def start_child(scratch: Path, code: str = CHILD, **kw) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(SRC))
-    p = subprocess.Popen(
-        [sys.executable, "-c", code, str(scratch)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, **kw,
-    )
-    line = p.stdout.readline()
-    if not line.startswith("READY"):
-        p.kill()
-        raise AssertionError(f"child did not provision: {line!r} {p.stderr.read()}")
-    return p
-
-
-@root
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_signal_to_child_tears_down(sig, scratch):
-    p = start_child(scratch)
-    assert str(scratch / "mnt") in next(iter(mounts_under(scratch)))
-    p.send_signal(sig)
-    _, err = p.communicate(timeout=30)
-    assert p.returncode != 0
-    assert ("KeyboardInterrupt" if sig == signal.SIGINT else "Terminated") in err
-    assert leftovers(scratch) == {}
-    assert cleanup(scratch) == []
-
-
-@root
-def test_sigkill_leftovers_are_cleaned_up(scratch):
-    p = start_child(scratch)
-    p.kill()
-    p.wait(timeout=30)
-    left = leftovers(scratch)
-    assert left["mounts"] and left["loops"] and left["images"]
-    lines = cleanup(scratch)
-    assert any(line.startswith("unmounted") for line in lines)
-    assert any(line.startswith("detached loop device") for line in lines)
-    assert any(line.startswith("deleted image") for line in lines)
-    assert any(line.startswith("removed mount point") for line in lines)
-    assert leftovers(scratch) == {}
-    assert cleanup(scratch) == []
-    assert all(r.released for r in Ledger(scratch).resources().values())
-
-
-@root
-@pytest.mark.parametrize("ledger", ["kept", "damaged"])
-def test_sigkill_leftover_log_and_write_cache_are_cleaned_up(ledger, scratch):
-    code = CHILD.replace(
-        '{"fs": "ext4", "size_mb": 64}', '{"fs": "ext4", "size_mb": 64, "log": {"size_mb": 16}, "write_cache": "write through"}'
-    )
-    p = start_child(scratch, code)
-    p.kill()
-    p.wait(timeout=30)
-    left = leftovers(scratch)
-    assert left["shm"] and len(left["loops"]) == 2, left
-    devs = {r.facts["device"]: r.facts.get("write_cache_before") for r in Ledger(scratch).resources().values()
-            if r.kind == "loop"}
-    assert len(devs) == 2 and all(write_cache(d) == "write through" for d in devs)
-    if ledger == "damaged":
-        (scratch / "ledger.jsonl").write_text("garbage\n{not json\n")
-    lines = cleanup(scratch)
-    assert sum(line.startswith("detached loop device") for line in lines) == 2, lines
-    assert sum(line.startswith("deleted image") for line in lines) == 2, lines
-    assert any(line == f"removed {shm_dir(scratch)}" for line in lines), lines
-    restored = [line for line in lines if line.startswith("set the write cache")]
-    assert len(restored) == 2, lines  # to what the ledger says was there, else the driver's "write back"
-    for dev, before in devs.items():
-        if not Path(f"/sys/block/{Path(dev).name}/loop/backing_file").exists():  # nobody took it since
-            assert write_cache(dev) == (before if ledger == "kept" and before else "write back")
-    assert leftovers(scratch) == {}
-    assert cleanup(scratch) == []
-    assert all(r.released for r in Ledger(scratch).resources().values())
-
-
-@root
-def test_cleanup_finds_leftovers_without_the_ledger(scratch):
-    p = start_child(scratch)
-    p.kill()
-    p.wait(timeout=30)
-    (scratch / "ledger.jsonl").write_text("garbage\n{not json\n")
-    lines = cleanup(scratch)
-    assert len(lines) == 4, lines  # unmount, detach, delete image, rmdir
-    assert leftovers(scratch) == {}
-    assert cleanup(scratch) == []
-
-
-@root
-def test_cleanup_leaves_live_runs_alone(scratch):
-    with provision(spec_for("tmpfs"), scratch) as t:
-        assert cleanup(scratch) == []
-        assert str(t.path) in mounts_under(scratch)
-    assert leftovers(scratch) == {}
-
-
-@root
-def test_existing_file_at_image_path_is_never_formatted(scratch, monkeypatch):
-    token = f"{os.getpid()}-fixed"
-    monkeypatch.setattr(targets, "token", lambda: token)
-    victim = scratch / "images" / f"ext4-{token}.img"
-    victim.parent.mkdir(parents=True)
-    victim.write_bytes(b"precious" * 1000)
-    with pytest.raises(TargetError, match="already exists"):
-        with provision(spec_for("ext4"), scratch):
-            pass
-    assert victim.read_bytes() == b"precious" * 1000
-    victim.unlink()
-    assert leftovers(scratch) == {}
-
-
-@root
-def test_image_swapped_before_mkfs_is_not_formatted(scratch, monkeypatch):
-    """Someone replaces the image between creation and formatting: refuse."""
-    real_run = targets.run
-    victim = {}
-
-    def run(argv, *a, **k):
-        if "--find" in argv:
-            img = Path(argv[-1])
-            img.unlink()
-            img.write_bytes(b"precious" * 1000)
-            victim["path"] = img
-        return real_run(argv, *a, **k)
-
-    monkeypatch.setattr(targets, "run", run)
-    with pytest.raises(TargetError, match="refusing to format"):
-        with provision(spec_for("ext4"), scratch):
-            pass
-    assert victim["path"].read_bytes() == b"precious" * 1000  # neither formatted nor deleted
-    victim["path"].unlink()
-    assert leftovers(scratch) == {}
-
-
-# -- without root (run as nobody) ------------------------------------------------
-
-
-def _as_nobody():
-    os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
-
-
-def nobody_python() -> str:
-    for exe in (sys.executable, "/usr/bin/python3"):
-        try:
-            r = subprocess.run([exe, "-c", "import sys; assert sys.version_info >= (3, 11)"],
-                               preexec_fn=_as_nobody, cwd="/", capture_output=True, timeout=30)
-        except OSError:
-            continue
-        if r.returncode == 0:
-            return exe
-    pytest.skip("no Python 3.11 that user nobody may run")
-
-
-def run_as_nobody(code: str, *args: str) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC), "HOME": "/", "LC_ALL": "C"}
-    return subprocess.run([nobody_python(), "-c", code, *args], preexec_fn=_as_nobody, cwd="/",
-                          env=env, capture_output=True, text=True, timeout=60)
-
-
-@pytest.fixture
-def nobody_scratch():
-    base = Path(tempfile.mkdtemp(prefix="boatload-test-"))
-    os.chmod(base, 0o755)
-    os.chown(base, NOBODY, NOBODY)
-    yield base / "scratch"
-    shutil.rmtree(base)
-
-
-@root
-def test_non_root_tmpfs_needs_root(nobody_scratch):
-    code = textwrap.dedent(
-        """
-        import sys
-        from pathlib import Path
-        from boatload.targets import provision
-        from boatload.targetspec import NeedsRoot, parse_target
-        for name, m in (("tmpfs", {"kind": "tmpfs"}), ("ext4", {"fs": "ext4"})):
-            try:
-                with provision(parse_target(name, m), Path(sys.argv[1])):
-                    print("provisioned?!")
-            except NeedsRoot as e:
-                print(e)
-        """
-    )
-    r = run_as_nobody(code, str(nobody_scratch))
-    assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
-    assert lines[0] == "tmpfs target 'tmpfs' needs root to mount (running as uid 65534)"
-    assert lines[1].startswith("loop target 'ext4' (ext4) needs root") and "uid 65534" in lines[1]
-    assert not nobody_scratch.exists()  # nothing touched
-
-
-@root
-def test_non_root_dir_works(nobody_scratch):
-    code = textwrap.dedent(
-        """
-        import os, sys
-        from pathlib import Path
-        from boatload.cleanup import cleanup
-        from boatload.targets import provision
-        from boatload.targetspec import parse_target
-        with provision(parse_target("home", {"kind": "dir"}), Path(sys.argv[1])) as t:
-            (t.path / "f").write_text("x")
-            print(t.path, os.stat(t.path).st_uid)
-        print(t.path.exists(), cleanup(Path(sys.argv[1])))
-        """
-    )
-    r = run_as_nobody(code, str(nobody_scratch))
-    assert r.returncode == 0, r.stderr
-    first, second = r.stdout.splitlines()
-    assert first.endswith(f" {NOBODY}") and "/dirs/home-" in first
-    assert second == "False []"
-    assert leftovers(nobody_scratch) == {}

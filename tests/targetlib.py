@@ -1,0 +1,110 @@
+"""What the target tests share: an independent view of the system (mounts,
+loop devices, write cache and flush counters read from /proc, /sys and
+losetup, not through boatload), the target specs they provision, and the
+`scratch` fixture that never leaves anything behind."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from boatload.cleanup import cleanup
+from boatload.targetspec import TargetSpec, parse_target
+
+IS_ROOT = os.geteuid() == 0
+root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)")
+SRC = Path(__file__).resolve().parents[1] / "src"
+NOBODY = 65534
+
+SIZES = {"tmpfs": 64, "ext2": 64, "ext3": 64, "ext4": 64, "xfs": 300, "btrfs": 128}
+
+
+def spec_for(fs: str, **kw) -> TargetSpec:
+    kind = "tmpfs" if fs == "tmpfs" else "dir" if fs == "dir" else "loop"
+    mapping = {"kind": kind, "fs": fs, **({"size_mb": SIZES[fs]} if fs in SIZES else {}), **kw}
+    return parse_target(fs, mapping)
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    s = (tmp_path / "scratch").resolve()
+    yield s
+    # never leave anything behind, even when a test fails half way
+    if IS_ROOT and leftovers(s):
+        cleanup(s, force=True)
+    assert leftovers(s) == {}
+
+
+# -- independent view of the system ------------------------------------------
+
+
+def _unescape(s: str) -> str:
+    return s.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+
+
+def mounts_under(path: Path) -> dict[str, str]:
+    """mount point -> fs type, for mounts at or below `path`."""
+    out = {}
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        parts = line.split()
+        mp = _unescape(parts[4])
+        fstype = parts[parts.index("-") + 1]
+        if mp == str(path) or mp.startswith(str(path) + "/"):
+            out[mp] = fstype
+    return out
+
+
+def loops_under(path: Path) -> dict[str, str]:
+    """loop device -> backing file, for backing files below `path`."""
+    r = subprocess.run(["losetup", "-J", "-l"], capture_output=True, text=True)
+    if not r.stdout.strip():
+        return {}
+    out = {}
+    for d in json.loads(r.stdout)["loopdevices"]:
+        back = (d.get("back-file") or "").removesuffix(" (deleted)")
+        if back.startswith(str(path) + "/"):
+            out[d["name"]] = back
+    return out
+
+
+def log_image_dir(scratch: Path) -> Path:
+    """Where the external log images of `scratch` live (the documented naming)."""
+    return Path("/dev/shm") / f"boatload-{hashlib.sha256(str(scratch).encode()).hexdigest()[:16]}"
+
+
+def leftovers(scratch: Path) -> dict:
+    """Everything provisioning may leave behind; {} means clean."""
+    found = {}
+    if m := mounts_under(scratch):
+        found["mounts"] = m
+    if IS_ROOT and (lo := {**loops_under(scratch), **loops_under(log_image_dir(scratch))}):
+        found["loops"] = lo
+    for sub in ("images", "mnt", "dirs"):
+        d = scratch / sub
+        if d.is_dir() and (names := sorted(os.listdir(d))):
+            found[sub] = names
+    if log_image_dir(scratch).exists():
+        found["shm"] = sorted(os.listdir(log_image_dir(scratch))) or ["(empty directory)"]
+    return found
+
+
+def write_cache(device: str) -> str:
+    return Path(f"/sys/block/{Path(device).name}/queue/write_cache").read_text().strip()
+
+
+def flushes(device: str) -> int:
+    """Flush requests the block device completed (field 16 of /sys/block/<dev>/stat)."""
+    return int(Path(f"/sys/block/{Path(device).name}/stat").read_text().split()[15])
+
+
+def wait_clean(scratch: Path, timeout: float = 5.0) -> dict:
+    deadline = time.monotonic() + timeout
+    while (left := leftovers(scratch)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left

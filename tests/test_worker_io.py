@@ -1,0 +1,351 @@
+"""The worker's meta, seqio and randio workloads, on the real binary: files
+and sizes on disk, phases, O_DIRECT on tmpfs, ext4 and ramfs, ENOSPC,
+SIGINT, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from workerlib import run, tree_listing, count_regular_files, SHM, file_sizes, check_phase_common, Mounted
+
+
+# ---- meta, seqio, randio ----------------------------------------------------
+
+def test_meta_create_only_files_and_sizes_on_disk(worker, tmp_path):
+    r = run(worker, "meta", "--dir", str(tmp_path), "--files", "500", "--dirs", "9",
+            "--size", "10:3000", "--phases", "create:seq", "--threads", "2", "--seed", "3")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["workload"] == "meta" and doc["status"] == "ok" and doc["error"] is None
+    p = doc["params"]
+    assert p["files"] == 500 and p["dirs"] == 9 and p["size_min"] == 10 and p["size_max"] == 3000
+    assert p["phases"] == [{"name": "create", "order": "sequential"}]
+    [ph] = doc["phases"]
+    assert ph["name"] == "create" and ph["order"] == "sequential"
+    assert ph["ops"] == 500 and ph["dirs"] == 9
+    check_phase_common(ph)
+    sizes = file_sizes(tmp_path)
+    assert len(sizes) == 500 == count_regular_files(tmp_path)
+    assert all(10 <= s <= 3000 for s in sizes.values())
+    assert sum(sizes.values()) == ph["bytes"]
+    assert len(set(sizes.values())) > 100  # really spread, not one size
+    # names as tree's: 500 files over 9 dirs -> d000..d008, 56 or 55 files each
+    entries, _, dirs = tree_listing(tmp_path)
+    assert dirs == 9 and "d000/f000055" in entries and "d008/f000054" in entries
+    assert "d008/f000055" not in entries
+
+
+def test_meta_all_phases_ops_and_delete_empties(worker, shm_dir):
+    r = run(worker, "meta", "--dir", str(shm_dir), "--files", "2000", "--dirs", "10",
+            "--size", "1K", "--threads", "2", "--interval", "0.05")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    names = [(ph["name"], ph["order"]) for ph in doc["phases"]]
+    assert names == [("create", "sequential"), ("open", "random"), ("stat", "random"),
+                     ("read", "random"), ("delete", "sequential")]
+    by = {ph["name"]: ph for ph in doc["phases"]}
+    for ph in doc["phases"]:
+        check_phase_common(ph)
+        assert ph["ops"] == 2000, ph["name"]
+    assert by["create"]["bytes"] == by["read"]["bytes"] == 2000 * 1024
+    assert by["open"]["bytes"] == by["stat"]["bytes"] == by["delete"]["bytes"] == 0
+    assert by["create"]["dirs"] == 10 and by["delete"]["dirs"] == 10
+    assert list(shm_dir.iterdir()) == []
+
+
+def test_meta_same_seed_same_sizes(worker, tmp_path):
+    runs = {}
+    for name, seed, threads in [("a", "11", "1"), ("b", "11", "3"), ("c", "12", "1")]:
+        d = tmp_path / name
+        d.mkdir()
+        r = run(worker, "meta", "--dir", str(d), "--files", "300", "--dirs", "4",
+                "--size", "0:250000", "--phases", "create:rand", "--seed", seed, "--threads", threads)
+        assert r.returncode == 0, r.stderr
+        runs[name] = file_sizes(d)
+    assert runs["a"] == runs["b"]  # same seed: same sizes, whatever the threads
+    assert runs["a"].keys() == runs["c"].keys()
+    assert runs["a"] != runs["c"]  # another seed: other sizes
+    assert all(0 <= s <= 250000 for s in runs["c"].values())
+
+
+def test_meta_phases_on_existing_tree(worker, shm_dir):
+    r = run(worker, "meta", "--dir", str(shm_dir), "--files", "400", "--dirs", "0",
+            "--size", "100:200", "--phases", "create")
+    assert r.returncode == 0, r.stderr
+    r = run(worker, "meta", "--dir", str(shm_dir), "--files", "400", "--dirs", "0", "--allow-existing",
+            "--phases", "stat:rand,open:seq,read:rand,delete:rand", "--threads", "3")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [ph["ops"] for ph in doc["phases"]] == [400, 400, 400, 400]
+    assert 400 * 100 <= doc["phases"][2]["bytes"] <= 400 * 200
+    assert list(shm_dir.iterdir()) == []
+
+
+def test_seqio_write_then_read_16mib(worker, shm_dir):
+    size = 16 * 1024 * 1024
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "dd", "--size", "16M",
+            "--block", "1M", "--mode", "write", "--runs", "2")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["workload"] == "seqio" and doc["status"] == "ok"
+    p = doc["params"]
+    assert p["size"] == size and p["block"] == 1 << 20 and p["fsync_end"] is True and p["direct"] is False
+    assert [(ph["name"], ph["run"]) for ph in doc["phases"]] == [("write", 0), ("write", 1)]
+    for ph in doc["phases"]:
+        check_phase_common(ph)
+        assert ph["bytes"] == size and ph["ops"] == 16 and ph["mb_per_s"] > 0
+        assert ph["mb_per_s"] == pytest.approx(size / 1e6 / ph["seconds"], rel=1e-6)
+    assert (shm_dir / "dd").stat().st_size == size
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "dd", "--block", "256K", "--mode", "read")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    [ph] = doc["phases"]
+    assert ph["name"] == "read" and ph["run"] == 0 and ph["bytes"] == size and ph["ops"] == 64
+    assert doc["params"]["fsync_end"] is False
+
+
+@pytest.mark.parametrize("args,named", [
+    (["--size", "16M", "--block", "1000", "--mode", "write", "--direct"], "--block"),
+    (["--size", "16M", "--block", "4100", "--mode", "write", "--direct"], "--block"),
+    (["--size", "1000", "--block", "4K", "--mode", "write", "--direct"], "--size"),
+    (["--size", "16M", "--block", "1M", "--mode", "write", "--runs", "0"], "--runs"),
+    (["--size", "16M", "--block", "3X", "--mode", "write"], "--block"),
+    (["--block", "1M", "--mode", "write"], "--size"),
+    (["--size", "1M", "--block", "1M", "--mode", "append"], "--mode"),
+    (["--block", "1M", "--mode", "read"], "--file"),  # nothing to read
+])
+def test_seqio_bad_arguments_exit_2(worker, tmp_path, args, named):
+    r = run(worker, "seqio", "--dir", str(tmp_path), "--file", "dd", *args)
+    assert r.returncode == 2 and r.stdout == ""
+    [line] = r.stderr.splitlines()
+    assert line.startswith("boatload-worker: ") and named in line
+    assert list(tmp_path.iterdir()) == []
+
+
+def _kernel_allows_odirect(d: Path) -> bool:
+    p = d / ".odirect-probe"
+    try:
+        fd = os.open(p, os.O_CREAT | os.O_WRONLY | os.O_DIRECT, 0o644)
+    except OSError:
+        return False
+    finally:
+        if p.exists():
+            p.unlink()
+    os.close(fd)
+    return True
+
+
+@pytest.mark.skipif(SHM is None, reason="no tmpfs at /dev/shm")
+def test_seqio_direct_on_tmpfs_works_or_exit_2(worker, shm_dir):
+    """tmpfs has accepted O_DIRECT since Linux 6.6; before that open() fails with
+    EINVAL and the worker says so on one line and exits 2, leaving no file."""
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "dd", "--size", "4M",
+            "--block", "1M", "--mode", "write", "--direct")
+    if _kernel_allows_odirect(shm_dir):
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["phases"][0]["bytes"] == 4 << 20
+    else:
+        assert r.returncode == 2 and r.stdout == ""
+        assert "--direct" in r.stderr and "O_DIRECT" in r.stderr
+        assert list(shm_dir.iterdir()) == []
+
+
+@pytest.mark.root
+def test_seqio_and_randio_direct_on_ext4_loop(worker, tmp_path):
+    size = 16 * 1024 * 1024
+    with Mounted(tmp_path, "ext4", "64M") as mnt:
+        r = run(worker, "seqio", "--dir", str(mnt), "--file", "dd", "--size", "16M",
+                "--block", "1M", "--mode", "write", "--direct")
+        assert r.returncode == 0, r.stderr
+        doc = json.loads(r.stdout)
+        p = doc["params"]
+        assert p["direct"] is True and p["fsync_end"] is False and p["dio_align"] in (512, 1024, 2048, 4096)
+        assert doc["phases"][0]["bytes"] == size
+        assert (mnt / "dd").stat().st_size == size
+        r = run(worker, "seqio", "--dir", str(mnt), "--file", "dd", "--block", "1M",
+                "--mode", "read", "--direct")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["phases"][0]["bytes"] == size
+        r = run(worker, "randio", "--dir", str(mnt), "--files", "2", "--file-size", "4M",
+                "--xfer", "8K", "--read-pct", "70", "--duration", "0.3", "--threads", "4", "--direct")
+        assert r.returncode == 0, r.stderr
+        io = json.loads(r.stdout)["phases"][1]
+        assert io["name"] == "io" and io["ops"] > 0 and io["ops"] == io["reads"]["ops"] + io["writes"]["ops"]
+
+
+@pytest.mark.root
+def test_direct_without_odirect_support_exit_2(worker, tmp_path):
+    """ramfs never supports O_DIRECT: one line naming --direct, exit 2, no file left."""
+    with Mounted(tmp_path, "ramfs") as mnt:
+        r = run(worker, "seqio", "--dir", str(mnt), "--file", "dd", "--size", "4M",
+                "--block", "1M", "--mode", "write", "--direct")
+        assert r.returncode == 2 and r.stdout == ""
+        [line] = r.stderr.splitlines()
+        assert "--direct" in line and "does not support O_DIRECT" in line
+        r = run(worker, "randio", "--dir", str(mnt), "--files", "2", "--file-size", "1M",
+                "--xfer", "4K", "--read-pct", "50", "--duration", "0.1", "--direct")
+        assert r.returncode == 2 and "--direct" in r.stderr
+        assert list(mnt.iterdir()) == []
+
+
+def _randio(worker, d: Path, *extra: str) -> dict:
+    r = run(worker, "randio", "--dir", str(d), "--files", "4", "--file-size", "8M", "--xfer", "4K",
+            *extra)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_randio_read_share_counts_and_intervals(worker, shm_dir):
+    threads = str(min(16, max(4, 4 * (os.cpu_count() or 1))))
+    for duration in ("0.5", "1.5", "4"):
+        doc = _randio(worker, shm_dir, "--read-pct", "70", "--duration", duration,
+                      "--threads", threads, "--interval", "0.1", "--seed", "9")
+        io = doc["phases"][1]
+        if io["ops"] >= 100_000:
+            break
+    assert io["ops"] >= 100_000, "too slow to reach 100,000 ops"
+    assert doc["workload"] == "randio" and doc["status"] == "ok"
+    prep, io = doc["phases"]
+    assert prep["name"] == "prepare" and io["name"] == "io"
+    assert prep["ops"] + prep["existing"] == 4
+    assert prep["latency_us"]["count"] == prep["ops"]
+    rd, wr = io["reads"], io["writes"]
+    assert io["ops"] == rd["ops"] + wr["ops"]
+    assert io["bytes"] == rd["bytes"] + wr["bytes"] == io["ops"] * 4096
+    assert rd["latency_us"]["count"] == rd["ops"] and wr["latency_us"]["count"] == wr["ops"]
+    assert io["latency_us"]["count"] == io["ops"]
+    share = rd["ops"] / io["ops"]
+    assert abs(share / 0.70 - 1) <= 0.01, f"read share {share:.4f}"
+    check_phase_common(io)
+    iv = io["intervals"]
+    assert len(iv) >= 4
+    for s in iv:
+        assert {"t_s", "ops", "ops_per_s", "bytes", "mb_per_s", "read_ops", "read_ops_per_s",
+                "write_ops", "write_ops_per_s"} <= set(s)
+        assert s["ops"] == s["read_ops"] + s["write_ops"]
+    assert sum(s["read_ops"] for s in iv) == rd["ops"]
+    assert float(doc["params"]["duration_s"]) <= io["seconds"] < float(doc["params"]["duration_s"]) + 1
+    for f in range(4):
+        assert (shm_dir / f"f{f:03d}").stat().st_size == 8 << 20
+
+
+def test_randio_prepare_creates_extends_and_skips(worker, shm_dir):
+    _randio(worker, shm_dir, "--prepare")  # f000..f003 of 8 MiB
+    os.truncate(shm_dir / "f001", 1000)
+    r = run(worker, "randio", "--dir", str(shm_dir), "--files", "6", "--file-size", "8M", "--prepare")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["params"]["prepare_only"] is True
+    [prep] = doc["phases"]
+    assert prep["name"] == "prepare"
+    assert prep["ops"] == 3 and prep["existing"] == 3  # f001 extended, f004 f005 made
+    assert prep["bytes"] == 2 * (8 << 20) + (8 << 20) - 1000
+    check_phase_common(prep)
+    assert sorted(p.name for p in shm_dir.iterdir()) == [f"f{i:03d}" for i in range(6)]
+    assert all(p.stat().st_size == 8 << 20 for p in shm_dir.iterdir())
+    with open(shm_dir / "f004", "rb") as f:
+        assert 0 not in f.read(1 << 16)  # filled with non-zero bytes
+
+
+def test_randio_pure_reads_and_writes(worker, shm_dir):
+    for pct, want_reads in (("100", True), ("0", False)):
+        io = _randio(worker, shm_dir, "--read-pct", pct, "--duration", "0.1", "--threads", "2")["phases"][1]
+        assert io["ops"] > 0
+        assert (io["reads"]["ops"] == io["ops"]) is want_reads
+        assert (io["writes"]["ops"] == io["ops"]) is not want_reads
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("what,mkfs,size", [("inodes", ("-N", "64"), "0"), ("blocks", (), "64K")])
+def test_meta_enospc_exit_1(worker, tmp_path, what, mkfs, size):
+    with Mounted(tmp_path, "ext4", "4M", mkfs) as mnt:
+        target = mnt / "t"
+        target.mkdir()
+        r = run(worker, "meta", "--dir", str(target), "--files", "300", "--dirs", "3",
+                "--size", size, "--threads", "2")
+        assert r.returncode == 1, r.stderr
+        doc = json.loads(r.stdout)
+        assert doc["status"] == "error"
+        err = doc["error"]
+        assert err["code"] == "ENOSPC" and err["errno"] == 28 and err["phase"] == "create"
+        assert err["where"].startswith("d00")
+        [ph] = doc["phases"]  # later phases never ran
+        assert 0 < ph["ops"] < 300
+        assert ph["ops"] == count_regular_files(target)
+        shutil.rmtree(target)
+
+
+@pytest.mark.parametrize("argv", [
+    ["meta", "--files", "5000000", "--dirs", "100", "--threads", "2"],
+    ["randio", "--files", "2", "--file-size", "4M", "--xfer", "4K", "--read-pct", "50",
+     "--duration", "100", "--threads", "2"],
+    ["seqio", "--file", "x", "--size", "16G", "--block", "1M", "--mode", "write"],
+], ids=["meta", "randio", "seqio"])
+def test_new_workloads_sigint_partial_json_130(worker, shm_dir, argv):
+    p = subprocess.Popen([str(worker), argv[0], "--dir", str(shm_dir), *argv[1:]],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)
+    assert p.poll() is None
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 130, err
+    doc = json.loads(out)
+    assert doc["status"] == "interrupted" and doc["error"] is None
+    assert doc["phases"][-1]["ops"] > 0
+
+
+NEW_BAD_INPUTS = [
+    (["meta", "--dir", "{d}", "--files", "10"], "--dirs"),
+    (["meta", "--dir", "{d}", "--files", "10", "--dirs", "20"], "--dirs"),
+    (["meta", "--dir", "{d}", "--files", "x", "--dirs", "1"], "--files"),
+    (["meta", "--dir", "{d}", "--files", "10", "--dirs", "1", "--size", "5:1"], "--size"),
+    (["meta", "--dir", "{d}", "--files", "10", "--dirs", "1", "--phases", "open:sideways"], "--phases"),
+    (["meta", "--dir", "{d}", "--files", "10", "--dirs", "1", "--content", "ones"], "--content"),
+    (["randio", "--dir", "{d}", "--files", "1", "--file-size", "1M", "--xfer", "4K",
+      "--read-pct", "70"], "--duration"),
+    (["randio", "--dir", "{d}", "--files", "1", "--file-size", "1M", "--xfer", "4K",
+      "--read-pct", "-1", "--duration", "1"], "--read-pct"),
+    (["randio", "--dir", "{d}", "--files", "1", "--file-size", "1M", "--xfer", "4K",
+      "--read-pct", "70", "--duration", "1", "--threads", "0"], "--threads"),
+    (["randio", "--dir", "{d}", "--files", "1", "--file-size", "4K", "--xfer", "8K",
+      "--read-pct", "70", "--duration", "1"], "--xfer"),
+    (["randio", "--dir", "{d}", "--files", "1", "--file-size", "1M", "--xfer", "1000",
+      "--read-pct", "70", "--duration", "1", "--direct"], "--xfer"),
+]
+
+
+@pytest.mark.parametrize("args,named", NEW_BAD_INPUTS, ids=[f"{a[0][0]}-{a[1]}-{i}" for i, a in enumerate(NEW_BAD_INPUTS)])
+def test_new_workloads_bad_input_exit_2(worker, tmp_path, args, named):
+    r = run(worker, *[a.format(d=tmp_path) for a in args])
+    assert r.returncode == 2 and r.stdout == ""
+    [line] = r.stderr.splitlines()
+    assert line.startswith("boatload-worker: ") and named in line
+    assert list(tmp_path.iterdir()) == []
+
+
+
+def _limit_nofile(n: int):
+    import resource
+    return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+
+
+@pytest.mark.parametrize("nofile,fds", [(None, "per-thread"), (300, "shared")])
+def test_randio_fds_per_thread_unless_the_limit_is_too_low(worker, shm_dir, nofile, fds):
+    # 10 files x 64 threads = 640 fds: per thread normally, one shared set under a limit of 300
+    r = subprocess.run([str(worker), "randio", "--dir", str(shm_dir), "--files", "10", "--file-size", "64K",
+                        "--xfer", "4K", "--read-pct", "50", "--duration", "0.2", "--threads", "64"],
+                       capture_output=True, text=True, timeout=60,
+                       preexec_fn=_limit_nofile(nofile) if nofile else None)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["params"]["fds"] == fds
+    io = doc["phases"][1]
+    assert io["ops"] > 0 and io["ops"] == io["reads"]["ops"] + io["writes"]["ops"]
