@@ -47,9 +47,11 @@ compared fio measures what the worker measures, completion latency with
 percentiles; fio+lat, fio's default, is the control that shows whether the
 second statistic matters (it did not, within the noise: bench/README.md).
 
-Goal (from the issue): the worker within 10 % of fio and not slower, read as
-1.00 <= worker IOPS / fio IOPS <= 1.10 (median of per-repetition ratios);
-both halves are printed. worker / fio+lat is printed for information.
+Goal: the worker not slower than fio, worker IOPS / fio IOPS >= 1.00 (median
+of per-repetition ratios). The issue first asked for "within 10 % and not
+slower"; a ratio above 1.10 was settled as meeting "not slower" once perf
+showed the difference to be fio's own per-I/O bookkeeping (bench/README.md),
+so "within 10 %" is printed for information only, like worker / fio+lat.
 """
 
 from __future__ import annotations
@@ -192,7 +194,7 @@ def main() -> int:
             print(bl.busy_note(before, after))
             print(f"# {bl.busy_runs(res, args.max_others)}")
 
-    print("\n## randio goal: worker / fio IOPS, needs 1.00 <= ratio <= 1.10 (within 10 % and not slower)")
+    print("\n## randio goal: worker / fio IOPS, needs ratio >= 1.00 (not slower; within 10 % for information)")
     print(bl.table(["target", "direct", "median", "range", "within 10%", "not slower", "verdict"], summary,
                    right={2, 3}))
     bl.dump_samples(args.json, all_samples)
@@ -217,8 +219,7 @@ def report(tname, res, directs, args) -> list[list]:
         g = bl.med(ratios)
         within = bl.verdict(g, 0.90, 1.10)
         slower = bl.verdict(g, 1.00)
-        summary.append([tname, str(d), f"{g:.3f}" if g else "-", bl.rng(ratios, ".3f"), within, slower,
-                        bl.verdict(g, 1.00, 1.10)])
+        summary.append([tname, str(d), f"{g:.3f}" if g else "-", bl.rng(ratios, ".3f"), within, slower, slower])
     print(f"\n## randio on {tname}: IOPS (reads + writes), median of {args.repeats}")
     print(bl.table(["method", "IOPS", "range", "spread", "reads", "cpu us/op", "worker / this"], rows))
     print("# IOPS = ops / the tool's own time of the I/O phase (worker: its io phase; fio: the group's runtime); "
