@@ -8,7 +8,9 @@ and btrfs (images in /dev/shm).
 Each point is one `boatload-worker meta --files N --dirs N/1000 --threads T
 --phases create:seq,stat:seq,delete:seq` in a fresh directory of a target
 mounted for the largest size (so every size meets the same file system),
-with its maximum resident set size from wait4(2). Printed per target and
+with the worker's peak resident set size as it reports it (`max_rss_kib`:
+VmHWM of its own address space; wait4's ru_maxrss would report this
+harness's own size, which the child inherits at fork). Printed per target and
 size: files/s and microseconds per file of each phase, the mkdir and rmdir
 phases, and max RSS; then the RSS above the smallest size's against the
 directory count, which is what the worker keeps per run (its directory list):
@@ -31,16 +33,13 @@ PHASES = ("create", "stat", "delete")
 
 
 def measure(worker: Path, d: Path, files: int, per_dir: int, threads: int, out: Path) -> dict:
-    """One meta run; its JSON document with max_rss_kib (wait4) and wall_s added."""
+    """One meta run: its JSON document (with the worker's max_rss_kib), wall_s added."""
     argv = [str(worker), "meta", "--dir", str(d), "--files", str(files), "--dirs", str(files // per_dir),
             "--threads", str(threads), "--phases", ",".join(f"{p}:seq" for p in PHASES), "--out", str(out)]
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace")
-    proc.stderr.close()
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace")
         raise bl.RunError(f"worker meta --files {files}: exit {proc.returncode}: {err.strip()[-300:]}")
     doc = json.loads(out.read_text())
     if doc.get("status") != "ok":
@@ -48,7 +47,8 @@ def measure(worker: Path, d: Path, files: int, per_dir: int, threads: int, out: 
     for want, ph in zip(PHASES, doc["phases"]):
         if ph["name"] != want or ph["ops"] != files:
             raise bl.RunError(f"worker meta: phase {ph['name']} with {ph['ops']} ops where {want} of {files}")
-    doc["max_rss_kib"] = usage.ru_maxrss
+    if not isinstance(doc.get("max_rss_kib"), int):
+        raise bl.RunError("worker meta: no max_rss_kib in its document (a worker older than the scale benchmark?)")
     doc["wall_s"] = time.monotonic() - t0
     return doc
 

@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -349,3 +350,43 @@ def test_randio_fds_per_thread_unless_the_limit_is_too_low(worker, shm_dir, nofi
     assert doc["params"]["fds"] == fds
     io = doc["phases"][1]
     assert io["ops"] > 0 and io["ops"] == io["reads"]["ops"] + io["writes"]["ops"]
+
+
+# ---- the worker's own memory (max_rss_kib) ----------------------------------
+
+def _peak_kib(worker, d: Path, *args: str) -> int:
+    r = run(worker, *args[:1], "--dir", str(d), *args[1:])
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert isinstance(doc["max_rss_kib"], int) and doc["max_rss_kib"] > 0
+    return doc["max_rss_kib"]
+
+
+@pytest.mark.parametrize("small,big", [
+    (("meta", "--files", "2000", "--dirs", "2", "--phases", "create:seq,stat:rand,delete:seq"),
+     ("meta", "--files", "200000", "--dirs", "200", "--phases", "create:seq,stat:rand,delete:seq")),
+    (("tree", "--shape", "2x1000"), ("tree", "--shape", "200x1000", "--order", "random")),
+], ids=["meta", "tree"])
+def test_peak_memory_does_not_grow_with_the_files(worker, shm_dir, small, big):
+    """No per-file state: 100 times the files (and directories) cost the
+    worker less than 1 MiB more at its peak; 8 bytes a file would be 1.5 MiB."""
+    (shm_dir / "s").mkdir()
+    (shm_dir / "b").mkdir()
+    a = _peak_kib(worker, shm_dir / "s", *small, "--threads", "2")
+    b = _peak_kib(worker, shm_dir / "b", *big, "--threads", "2")
+    assert b - a < 1024, (a, b)
+
+
+def test_peak_memory_is_the_workers_not_its_parents(worker, shm_dir):
+    """max_rss_kib is the worker's own address space: a parent holding 96 MiB
+    (which getrusage's ru_maxrss of the child would carry over the fork)
+    does not show in it."""
+    code = ("import subprocess, sys\n"
+            "ballast = bytearray(96 << 20)\n"
+            "ballast[::4096] = b'x' * len(ballast[::4096])\n"
+            "r = subprocess.run(sys.argv[1:], capture_output=True)\n"
+            "sys.stdout.buffer.write(r.stdout)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(worker), "meta", "--dir", str(shm_dir), "--files", "100",
+                        "--dirs", "1"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert 0 < json.loads(r.stdout)["max_rss_kib"] < 32 << 10

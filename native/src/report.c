@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "timing.h"
 
 #ifndef BOATLOAD_VERSION
 #define BOATLOAD_VERSION "unknown"
@@ -124,6 +125,12 @@ void report_build(struct json *j, const struct report *r)
             phase_write_dir_json(j, &r->dir_phases[i]);
         json_arr_end(j);
     }
+    json_key(j, "max_rss_kib");
+    int64_t rss = peak_rss_kib();
+    if (rss >= 0)
+        json_u64(j, (uint64_t)rss);
+    else
+        json_null(j);
     json_obj_end(j);
 }
 

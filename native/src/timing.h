@@ -21,6 +21,12 @@ struct cpu_times {
 /* Process-wide user/system CPU time so far (getrusage RUSAGE_SELF). */
 void cpu_times_now(struct cpu_times *out);
 
+/* The peak resident set size of this process's own address space since it
+ * was exec'd, in KiB (VmHWM of /proc/self/status); -1 when unknown.
+ * Unlike getrusage's ru_maxrss it does not carry the size of the parent
+ * that forked us (a Python harness: tens of MiB). */
+int64_t peak_rss_kib(void);
+
 /* Sleep for ns nanoseconds; returns early (without error) on a signal. */
 void sleep_ns(uint64_t ns);
 
