@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -78,6 +79,20 @@ def pdf_text(path: Path, plain_quotes: bool = False) -> str:
     out = subprocess.run(["pdftotext", str(path), "-"], check=True, capture_output=True, text=True).stdout
     out = re.sub(r"\s+", " ", out)
     return out.replace("\u2019", "'") if plain_quotes else out
+
+
+def fmt_rate(x: float) -> str:
+    """What paper/common.typ's fmt-rate prints: three significant figures, grouped."""
+    e = math.floor(math.log10(abs(x)))
+    v = math.copysign(math.floor(abs(x) / 10 ** (e - 2) + 0.5) * 10 ** (e - 2), x)
+    if abs(v) >= 100:
+        return f"{round(v):,}"
+    return f"{v:.{max(0, 2 - e)}f}"
+
+
+def fmt_ratio(x: float) -> str:
+    """common.typ's fmt-ratio for ratios of 0.1 and more."""
+    return fmt_rate(x) if abs(x) >= 10 else f"{x:.2f}"
 
 
 def clean_notebook_parameters(notebook: Path) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-from notebook_checks import clean_notebook_parameters, load_fixtures, spec_records
+from notebook_checks import clean_notebook_parameters, fmt_ratio, load_fixtures, spec_records
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "forest.ipynb"
@@ -192,6 +192,7 @@ def test_projection_of_the_full_forest(forest_run):
         p = got[target]
         assert p["sizes"] == FIXTURES.SCALE_FILES
         assert p["exponent"] == pytest.approx(b, rel=1e-9)
+        assert p["model"] == proj["models"]["fit"] == "power law"  # b > 1: the fit itself
         assert p["intercept"] == pytest.approx(math.log(c), rel=1e-9)
         assert p["seconds_per_file"] == pytest.approx([c * n ** (b - 1) for n in FIXTURES.SCALE_FILES], rel=1e-9)
         assert p["projected_s"] == pytest.approx(c * 1e9**b, rel=1e-9)
@@ -239,3 +240,34 @@ def test_no_projection_from_one_size(tmp_path):
     text = pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", run["results"]))
     assert "Projected time for the full 1e9 forest" in text
     assert "No projection for ext4 (1 scale size measured, a fit needs at least 2)" in text
+
+
+def test_a_sublinear_fit_is_projected_at_the_largest_sizes_cost(tmp_path):
+    """tmpfs's runs take c * files ** 0.8 seconds: the fit finds b = 0.8, but
+    the projection does not let the cost per file fall on to 1e9 files; it
+    takes the cost per file at the largest size, in the summary, the figure
+    and the paper (marked ‡). ext4 (b = 1.1) keeps its fit."""
+    from boatload import paper
+    from notebook_checks import pdf_text
+
+    run = FIXTURES.run_forest_notebook(tmp_path / "work", REPO, variant="sublinear")
+    proj = json.loads((run["results"] / "tables" / "forest-summary.json").read_text())["projection"]
+    got = {p["target"]: p for p in proj["targets"]}
+    c, b = FIXTURES.SUBLINEAR_LAW["tmpfs"]
+    largest = FIXTURES.SCALE_FILES[-1]
+    per_file = c * largest ** (b - 1)
+    assert got["tmpfs"]["exponent"] == pytest.approx(b, rel=1e-9)
+    assert got["tmpfs"]["model"] == proj["models"]["largest"] == "cost per file at the largest size"
+    assert got["tmpfs"]["projected_s"] == pytest.approx(per_file * 1e9, rel=1e-9)
+    assert got["tmpfs"]["projected_s"] > c * 1e9**b * 6  # the fit alone: (1e9 / 1e5) ** 0.2 = 6.3 times less
+    c4, b4 = FIXTURES.SCALE_LAW["ext4"]
+    assert got["ext4"]["model"] == "power law"
+    assert got["ext4"]["projected_s"] == pytest.approx(c4 * 1e9**b4, rel=1e-9)
+    rows = spec_records(json.loads((run["results"] / "figures" / "forest-scale.vl.json").read_text()))
+    beyond = [r["us_per_file"] for r in rows
+              if r.get("kind") == "fit" and r["target"] == "tmpfs" and r["files"] >= largest]
+    assert beyond and all(v == pytest.approx(per_file * 1e6, rel=1e-9) for v in beyond)
+    text = pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", run["results"]))
+    table = text[text.index("Projected time for the full 1e9 forest"):]
+    assert f"{fmt_ratio(b)}‡" in table and f"{fmt_ratio(b4)}‡" not in table
+
