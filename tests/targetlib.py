@@ -19,8 +19,6 @@ from boatload.targetspec import TargetSpec, parse_target
 
 IS_ROOT = os.geteuid() == 0
 root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)")
-SRC = Path(__file__).resolve().parents[1] / "src"
-NOBODY = 65534
 
 SIZES = {"tmpfs": 64, "ext2": 64, "ext3": 64, "ext4": 64, "xfs": 300, "btrfs": 128}
 

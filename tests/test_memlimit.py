@@ -29,11 +29,10 @@ from boatload.hostops import MountEntry
 from boatload.ledger import Ledger
 from boatload.memlimit import memory_limit
 from boatload.targetspec import NeedsRoot
+from asnobody import NOBODY, SRC, run_as_nobody
 
 IS_ROOT = os.geteuid() == 0
 root = pytest.mark.skipif(not IS_ROOT, reason="needs root (cgroups, swapon)")
-SRC = Path(__file__).resolve().parents[1] / "src"
-NOBODY = 65534
 MiB = 1024 * 1024
 SLACK = 2 * MiB
 
@@ -285,30 +284,6 @@ def test_bad_sizes():
 
 
 # -- without root, and hierarchies other than this machine's ------------------
-
-
-def _as_nobody():
-    os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
-
-
-def nobody_python() -> str:
-    for exe in (sys.executable, "/usr/bin/python3"):
-        try:
-            r = subprocess.run([exe, "-c", "import sys; assert sys.version_info >= (3, 11)"],
-                               preexec_fn=_as_nobody, cwd="/", capture_output=True, timeout=30)
-        except OSError:
-            continue
-        if r.returncode == 0:
-            return exe
-    pytest.skip("no Python 3.11 that user nobody may run")
-
-
-def run_as_nobody(code: str, *args: str) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC), "HOME": "/", "LC_ALL": "C"}
-    return subprocess.run([nobody_python(), "-c", code, *args], preexec_fn=_as_nobody, cwd="/",
-                          env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture

@@ -24,7 +24,9 @@ from boatload.cleanup import cleanup
 from boatload.hostops import Teardown
 from boatload.targets import provision
 from boatload.targetspec import MKFS, TargetError, TargetSpec, needs_root, parse_target
-from targetlib import root, SIZES, spec_for, scratch, mounts_under, loops_under, log_image_dir, leftovers, write_cache, flushes  # noqa: F401 (scratch is a fixture)
+from targetlib import (  # noqa: F401 (scratch is a fixture)
+    SIZES, flushes, leftovers, log_image_dir, loops_under, mounts_under, root, scratch, spec_for, write_cache,
+)
 
 
 # -- parsing -------------------------------------------------------------------

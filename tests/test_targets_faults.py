@@ -21,7 +21,10 @@ from boatload.ledger import Ledger
 from boatload.cleanup import cleanup
 from boatload.targets import provision
 from boatload.targetspec import TargetError
-from targetlib import root, SRC, NOBODY, spec_for, scratch, mounts_under, log_image_dir, leftovers, write_cache, wait_clean  # noqa: F401 (scratch is a fixture)
+from asnobody import NOBODY, SRC, run_as_nobody
+from targetlib import (  # noqa: F401 (scratch is a fixture)
+    leftovers, log_image_dir, mounts_under, root, scratch, spec_for, wait_clean, write_cache,
+)
 
 
 @root
@@ -208,30 +211,6 @@ def test_image_swapped_before_mkfs_is_not_formatted(scratch, monkeypatch):
 
 
 # -- without root (run as nobody) ------------------------------------------------
-
-
-def _as_nobody():
-    os.setgroups([])
-    os.setgid(NOBODY)
-    os.setuid(NOBODY)
-
-
-def nobody_python() -> str:
-    for exe in (sys.executable, "/usr/bin/python3"):
-        try:
-            r = subprocess.run([exe, "-c", "import sys; assert sys.version_info >= (3, 11)"],
-                               preexec_fn=_as_nobody, cwd="/", capture_output=True, timeout=30)
-        except OSError:
-            continue
-        if r.returncode == 0:
-            return exe
-    pytest.skip("no Python 3.11 that user nobody may run")
-
-
-def run_as_nobody(code: str, *args: str) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(SRC), "HOME": "/", "LC_ALL": "C"}
-    return subprocess.run([nobody_python(), "-c", code, *args], preexec_fn=_as_nobody, cwd="/",
-                          env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture

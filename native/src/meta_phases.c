@@ -264,30 +264,19 @@ void meta_file_worker(struct phase_thread *t, void *arg)
 }
 
 /* "split": how the file phases' work is shared (the same for every phase). */
+static uint64_t meta_share_files(const void *arg, unsigned t, const struct split_share *s)
+{
+    const struct meta_plan *p = arg;
+    struct split_share again;
+    uint64_t begin, end;
+    (void)s;
+    meta_share(&p->lay, (unsigned)p->o->c.threads, t, &again, &begin, &end);
+    return end - begin;
+}
+
 void meta_write_split(struct json *j, const struct meta_plan *p)
 {
-    unsigned threads = (unsigned)p->o->c.threads;
-    uint64_t ndirs = p->lay.dirs ? p->lay.dirs : 1;
-    json_obj_begin(j);
-    json_key(j, "by");
-    json_str(j, split_by_dirs(ndirs, threads) ? "dirs" : "files");
-    json_key(j, "threads");
-    json_arr_begin(j);
-    for (unsigned t = 0; t < threads; t++) {
-        struct split_share sh;
-        uint64_t begin, end;
-        meta_share(&p->lay, threads, t, &sh, &begin, &end);
-        json_obj_begin(j);
-        json_key(j, "first_dir");
-        json_u64(j, sh.dir_begin);
-        json_key(j, "dirs");
-        json_u64(j, sh.dir_end - sh.dir_begin);
-        json_key(j, "files");
-        json_u64(j, end - begin);
-        json_obj_end(j);
-    }
-    json_arr_end(j);
-    json_obj_end(j);
+    split_write_json(j, p->lay.dirs ? p->lay.dirs : 1, (unsigned)p->o->c.threads, meta_share_files, p);
 }
 
 void meta_close_dirs(struct meta_plan *p)

@@ -52,4 +52,13 @@ static inline void split_chunk(uint64_t n, uint64_t part, uint64_t parts, uint64
     *end = (uint64_t)((unsigned __int128)n * (part + 1) / parts);
 }
 
+struct json;
+
+/* The files of thread t's share s. */
+typedef uint64_t (*split_files_fn)(const void *arg, unsigned t, const struct split_share *s);
+
+/* The "split" object of params: "by" ("dirs" or "files") and, per thread,
+ * its share's first directory position, directory count and files. */
+void split_write_json(struct json *j, uint64_t ndirs, unsigned threads, split_files_fn files_of, const void *arg);
+
 #endif

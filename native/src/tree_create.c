@@ -255,33 +255,21 @@ void tree_plan_chunk(struct tree_plan *p, unsigned threads)
 
 /* "split": each thread's share of the create phase, in visit positions of
  * the directories that hold files. */
+static uint64_t tree_share_files(const void *arg, unsigned t, const struct split_share *s)
+{
+    const struct tree_plan *p = arg;
+    uint64_t files = 0, ids[WALK_MAX_DEPTH];
+    (void)t;
+    for (uint64_t pos = s->dir_begin; pos < s->dir_end; pos++) {
+        uint64_t dir, nfiles, first, b, e;
+        (void)item_dir(p, pos, ids, &dir, &nfiles, &first);
+        split_chunk(nfiles, s->part, s->parts, &b, &e);
+        files += e - b;
+    }
+    return files;
+}
+
 void tree_write_split(struct json *j, const struct tree_plan *p)
 {
-    unsigned threads = (unsigned)p->o->c.threads;
-    json_obj_begin(j);
-    json_key(j, "by");
-    json_str(j, split_by_dirs(p->items, threads) ? "dirs" : "files");
-    json_key(j, "threads");
-    json_arr_begin(j);
-    for (unsigned t = 0; t < threads; t++) {
-        struct split_share sh;
-        split_share(p->items, threads, t, &sh);
-        uint64_t files = 0, ids[WALK_MAX_DEPTH];
-        for (uint64_t pos = sh.dir_begin; pos < sh.dir_end; pos++) {
-            uint64_t dir, nfiles, first, b, e;
-            (void)item_dir(p, pos, ids, &dir, &nfiles, &first);
-            split_chunk(nfiles, sh.part, sh.parts, &b, &e);
-            files += e - b;
-        }
-        json_obj_begin(j);
-        json_key(j, "first_dir");
-        json_u64(j, sh.dir_begin);
-        json_key(j, "dirs");
-        json_u64(j, sh.dir_end - sh.dir_begin);
-        json_key(j, "files");
-        json_u64(j, files);
-        json_obj_end(j);
-    }
-    json_arr_end(j);
-    json_obj_end(j);
+    split_write_json(j, p->items, (unsigned)p->o->c.threads, tree_share_files, p);
 }
