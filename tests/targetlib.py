@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,14 +30,19 @@ def spec_for(fs: str, **kw) -> TargetSpec:
     return parse_target(fs, mapping)
 
 
-@pytest.fixture
-def scratch(tmp_path):
+def clean_scratch(tmp_path: Path, left: Callable[[Path], dict]):
+    """A scratch directory that ends with nothing `left` reports, even when
+    the test failed half way (what it left is undone, then checked)."""
     s = (tmp_path / "scratch").resolve()
     yield s
-    # never leave anything behind, even when a test fails half way
-    if IS_ROOT and leftovers(s):
+    if IS_ROOT and left(s):
         cleanup(s, force=True)
-    assert leftovers(s) == {}
+    assert left(s) == {}
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    yield from clean_scratch(tmp_path, leftovers)
 
 
 # -- independent view of the system ------------------------------------------

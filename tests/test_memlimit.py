@@ -30,6 +30,7 @@ from boatload.ledger import Ledger
 from boatload.memlimit import memory_limit
 from boatload.targetspec import NeedsRoot
 from asnobody import NOBODY, SRC, run_as_nobody
+from targetlib import clean_scratch
 
 IS_ROOT = os.geteuid() == 0
 root = pytest.mark.skipif(not IS_ROOT, reason="needs root (cgroups, swapon)")
@@ -114,11 +115,7 @@ def gone(pid: int, timeout: float = 10) -> bool:
 
 @pytest.fixture
 def scratch(tmp_path):
-    s = (tmp_path / "scratch").resolve()
-    yield s
-    if IS_ROOT and mem_leftovers(s):
-        cleanup(s, force=True)
-    assert mem_leftovers(s) == {}
+    yield from clean_scratch(tmp_path, mem_leftovers)
 
 
 # -- real limits (root) ---------------------------------------------------------

@@ -88,15 +88,22 @@ static inline uint64_t meta_dir_first(const struct meta_layout *l, uint64_t d)
 /* Thread t's share of a phase (see split.h): the files [*begin, *end), a
  * contiguous block of file indices, whole directories when there are at
  * least as many directories (DIR itself with dirs == 0) as threads. */
-static inline void meta_share(const struct meta_layout *l, unsigned threads, unsigned t, struct split_share *s,
-                              uint64_t *begin, uint64_t *end)
+/* The files [*begin, *end) of share s. */
+static inline void meta_share_files(const struct meta_layout *l, const struct split_share *s, uint64_t *begin,
+                                    uint64_t *end)
 {
-    split_share(l->dirs ? l->dirs : 1, threads, t, s);
     uint64_t first = meta_dir_first(l, s->dir_begin), last = meta_dir_first(l, s->dir_end);
     uint64_t b, e;
     split_chunk(last - first, s->part, s->parts, &b, &e);
     *begin = first + b;
     *end = first + e;
+}
+
+static inline void meta_share(const struct meta_layout *l, unsigned threads, unsigned t, struct split_share *s,
+                              uint64_t *begin, uint64_t *end)
+{
+    split_share(l->dirs ? l->dirs : 1, threads, t, s);
+    meta_share_files(l, s, begin, end);
 }
 
 /* Size of file i: uniform in [min, max], a pure function of (key, i), so

@@ -264,19 +264,18 @@ void meta_file_worker(struct phase_thread *t, void *arg)
 }
 
 /* "split": how the file phases' work is shared (the same for every phase). */
-static uint64_t meta_share_files(const void *arg, unsigned t, const struct split_share *s)
+static uint64_t share_file_count(const void *arg, unsigned t, const struct split_share *s)
 {
     const struct meta_plan *p = arg;
-    struct split_share again;
     uint64_t begin, end;
-    (void)s;
-    meta_share(&p->lay, (unsigned)p->o->c.threads, t, &again, &begin, &end);
+    (void)t;
+    meta_share_files(&p->lay, s, &begin, &end);
     return end - begin;
 }
 
 void meta_write_split(struct json *j, const struct meta_plan *p)
 {
-    split_write_json(j, p->lay.dirs ? p->lay.dirs : 1, (unsigned)p->o->c.threads, meta_share_files, p);
+    split_write_json(j, p->lay.dirs ? p->lay.dirs : 1, (unsigned)p->o->c.threads, share_file_count, p);
 }
 
 void meta_close_dirs(struct meta_plan *p)

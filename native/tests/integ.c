@@ -97,6 +97,12 @@ void rm_rf(const char *path)
         fprintf(stderr, "  warning: could not remove %s\n", path);
 }
 
+void tmpdir_remove(char *dir)
+{
+    rm_rf(dir);
+    free(dir);
+}
+
 void listing_add(struct listing *l, const char *s)
 {
     if (l->n == l->cap)

@@ -35,6 +35,8 @@ void run_free(struct run *r);
 char *slurp_fd(int fd);
 char *make_tmpdir(void);
 void rm_rf(const char *path);
+/* rm_rf(dir), then free(dir): the end of a make_tmpdir() directory. */
+void tmpdir_remove(char *dir);
 struct listing list_tree(const char *root, size_t *files, size_t *dirs);
 void listing_free(struct listing *l);
 void listing_add(struct listing *l, const char *s);

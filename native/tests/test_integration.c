@@ -95,10 +95,8 @@ void test_int_counts_and_names(void)
           strcmp(l.v[16], "f000016") == 0);
     listing_free(&l);
     run_free(&r);
-    rm_rf(d);
-    rm_rf(d2);
-    free(d);
-    free(d2);
+    tmpdir_remove(d);
+    tmpdir_remove(d2);
 }
 
 void test_int_random_same_set(void)
@@ -128,12 +126,9 @@ void test_int_random_same_set(void)
     run_free(&ra);
     run_free(&rb);
     run_free(&rc);
-    rm_rf(a);
-    rm_rf(b);
-    rm_rf(c);
-    free(a);
-    free(b);
-    free(c);
+    tmpdir_remove(a);
+    tmpdir_remove(b);
+    tmpdir_remove(c);
 }
 
 void test_int_nonempty_exit2(void)
@@ -163,8 +158,7 @@ void test_int_nonempty_exit2(void)
     r = run_worker("tree", "--dir", p, "--shape", "2", NULL);
     CHECK(r.status == 2 && count_lines(r.err) == 1 && strstr(r.err, "--dir"));
     run_free(&r);
-    rm_rf(d);
-    free(d);
+    tmpdir_remove(d);
 }
 
 void test_int_bad_args_exit2(void)
@@ -186,8 +180,7 @@ void test_int_bad_args_exit2(void)
         {{"nosuch", NULL}, "nosuch"},
     };
     check_bad_args(d, cases, sizeof cases / sizeof cases[0]);
-    rm_rf(d);
-    free(d);
+    tmpdir_remove(d);
 }
 
 /* Found by fuzz_args: a message that quoted an argument before its reason
@@ -224,8 +217,7 @@ void test_int_long_argument_keeps_reason(void)
         CHECKF(dots && ((unsigned char)dots[-1] & 0xC0) != 0xC0, "case %zu: a character cut: '%s'", i, r.err);
         run_free(&r);
     }
-    rm_rf(d);
-    free(d);
+    tmpdir_remove(d);
 }
 
 void test_int_symlink_dir_not_followed(void)
@@ -257,12 +249,9 @@ void test_int_symlink_dir_not_followed(void)
     CHECK(l.n == 0);
     listing_free(&l);
     run_free(&r);
-    rm_rf(d);
-    rm_rf(d2);
-    rm_rf(elsewhere);
-    free(d);
-    free(d2);
-    free(elsewhere);
+    tmpdir_remove(d);
+    tmpdir_remove(d2);
+    tmpdir_remove(elsewhere);
 }
 
 void test_int_symlink_file_not_followed(void)
@@ -281,10 +270,8 @@ void test_int_symlink_file_not_followed(void)
     CHECK(strstr(r.out, "\"ops\":4,") && strstr(r.out, "\"existing\":1"));
     CHECK(access(target, F_OK) != 0);
     run_free(&r);
-    rm_rf(d);
-    rm_rf(elsewhere);
-    free(d);
-    free(elsewhere);
+    tmpdir_remove(d);
+    tmpdir_remove(elsewhere);
 }
 
 void test_int_out_file(void)
@@ -309,8 +296,6 @@ void test_int_out_file(void)
     CHECK(l.n == 1); /* no temp file left behind */
     listing_free(&l);
     run_free(&r);
-    rm_rf(d);
-    rm_rf(o);
-    free(d);
-    free(o);
+    tmpdir_remove(d);
+    tmpdir_remove(o);
 }

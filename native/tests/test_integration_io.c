@@ -69,8 +69,7 @@ void test_int_meta_phases(void)
     l = list_tree(d, &files, &dirs);
     CHECK(l.n == 0);
     listing_free(&l);
-    rm_rf(d);
-    free(d);
+    tmpdir_remove(d);
 }
 
 void test_int_meta_missing_file_exit1(void)
@@ -90,8 +89,7 @@ void test_int_meta_missing_file_exit1(void)
     /* d000 holds 10 files: 10 + 4 stats succeeded; delete never ran */
     CHECK(strstr(r.out, "\"ops\":14,") && !strstr(phases_part(r.out), "\"name\":\"delete\""));
     run_free(&r);
-    rm_rf(d);
-    free(d);
+    tmpdir_remove(d);
 }
 
 void test_int_new_workloads_bad_args_exit2(void)
@@ -151,8 +149,7 @@ void test_int_new_workloads_bad_args_exit2(void)
          "--dir: missing value"},
     };
     check_bad_args(d, cases, sizeof cases / sizeof cases[0]);
-    rm_rf(d);
-    free(d);
+    tmpdir_remove(d);
 }
 
 void test_int_seqio_write_read(void)
@@ -178,8 +175,7 @@ void test_int_seqio_write_read(void)
     r = run_worker("seqio", "--dir", d, "--file", "big", "--block", "100K", "--size", "300K", "--mode", "read", NULL);
     CHECK(r.status == 0 && strstr(r.out, "\"ops\":3,\"dirs\":0,\"bytes\":307200,"));
     run_free(&r);
-    rm_rf(d);
-    free(d);
+    tmpdir_remove(d);
 }
 
 void test_int_randio_counts(void)
@@ -209,6 +205,5 @@ void test_int_randio_counts(void)
         CHECK(strstr(io, "\"read_ops_per_s\":") && strstr(io, "\"write_ops\":"));
     }
     run_free(&r);
-    rm_rf(d);
-    free(d);
+    tmpdir_remove(d);
 }

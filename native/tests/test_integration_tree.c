@@ -135,12 +135,9 @@ void test_int_tree_random_layout(void)
     CHECK(strstr(ra.out, "\"layout\":\"fixed\",\"depth\":1,\"max_depth\":null,\"files_per_dir_max\":null,"));
     listing_free(&da.l);
     run_free(&ra);
-    rm_rf(a);
-    rm_rf(b);
-    rm_rf(c);
-    free(a);
-    free(b);
-    free(c);
+    tmpdir_remove(a);
+    tmpdir_remove(b);
+    tmpdir_remove(c);
 }
 
 void test_int_tree_new_bad_args_exit2(void)
@@ -170,6 +167,5 @@ void test_int_tree_new_bad_args_exit2(void)
         {{"tree", "--dir", d, "--shape", "10", "--content", "ones", NULL}, "--content"},
     };
     check_bad_args(d, cases, sizeof cases / sizeof cases[0]);
-    rm_rf(d);
-    free(d);
+    tmpdir_remove(d);
 }
