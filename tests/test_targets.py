@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from boatload import targets
+from boatload.targets import writecache
 from boatload.ledger import Ledger
 from boatload.signals import Terminated, deferred_signals, signals_as_exceptions
 from boatload.cleanup import cleanup
@@ -349,7 +350,7 @@ def test_write_cache_is_restored_and_applies_to_the_log(scratch):
 
 @root
 def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch):
-    real_write, real_read = targets.write_sys, targets.read_sys
+    real_write, real_read = writecache.write_sys, writecache.read_sys
 
     def refuse(path, value):
         if Path(path).name == "write_cache":
@@ -359,8 +360,8 @@ def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch)
     def read(path):  # whatever a loop device was left at, it now needs changing
         return "write back" if Path(path).name == "write_cache" else real_read(path)
 
-    monkeypatch.setattr(targets, "write_sys", refuse)
-    monkeypatch.setattr(targets, "read_sys", read)
+    monkeypatch.setattr(writecache, "write_sys", refuse)
+    monkeypatch.setattr(writecache, "read_sys", read)
     with pytest.raises(TargetError) as e:
         with provision(spec_for("ext4", write_cache="write through"), scratch):
             pass
