@@ -21,7 +21,7 @@ from boatload.hostops import (
 from boatload.ledger import Ledger, pid_alive
 from boatload.memlimit import find_leftovers
 from boatload.signals import deferred_signals
-from boatload.targets import loop_write_cache, restore_write_cache, unmount
+from boatload.targets import handover, loop_write_cache, restore_write_cache, unmount
 from boatload.targetspec import WRITE_CACHE, NeedsRoot, TargetError
 from boatload.tools import find as find_tool
 
@@ -157,6 +157,11 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
                     done.append(f"{how} {mp} ({e.fstype} from {e.source})" if e else f"{how} {mp}")
             except TargetError as err:
                 failed.append(f"unmount {mp}: {err}")
+        # 1b. what the config handed over: a user's device (write cache, our file system), a run's
+        # directory under a mount target
+        handed_done, handed_failed = handover.undo(ledger, resources, dead, scratch)
+        done += handed_done
+        failed += handed_failed
         # 2. detach loop devices backed by our images
         current = {d["name"]: d["back-file"] for d in loop_devices(losetup)}
         for dev, back in loops.items():

@@ -6,6 +6,8 @@ boatload.targetspec), provisioned by the module of its kind:
 
 * "tmpfs" (boatload.targets.tmpfs): a fresh tmpfs
 * "loop"  (boatload.targets.loop): an image of ours on a loop device, mkfs, mount
+* "device" (boatload.targets.device): a block device of the user's behind the
+  guard (boatload.targets.guard), mkfs, mount
 * "dir"   (boatload.targets.standin): a plain directory standing in, no root needed
 
 `provision(spec, scratch)` is a context manager yielding a `Provisioned`
@@ -31,7 +33,7 @@ from pathlib import Path
 from boatload.hostops import Teardown, is_root, resolve_tools, subdir
 from boatload.ledger import Ledger
 from boatload.signals import deferred_signals, signals_as_exceptions
-from boatload.targets import loop, standin, tmpfs
+from boatload.targets import device, loop, standin, tmpfs
 from boatload.targets.base import Provisioned, base_provenance
 from boatload.targets.loop import set_loop_direct_io
 from boatload.targets.teardown import unmount
@@ -47,6 +49,7 @@ __all__ = [
 KINDS = {
     "tmpfs": (tmpfs, ("mnt",)),
     "loop": (loop, ("images", "mnt")),
+    "device": (device, ("mnt",)),
     "dir": (standin, ("dirs",)),
 }
 
@@ -55,6 +58,9 @@ def needs_root_message(spec: TargetSpec) -> str:
     uid = os.geteuid()
     if spec.kind == "tmpfs":
         return f"tmpfs target '{spec.name}' needs root to mount (running as uid {uid})"
+    if spec.kind == "device":
+        return (f"targets.{spec.name}.device: kind device needs root to format and mount {spec.device} "
+                f"(running as uid {uid}); nothing was opened")
     return (
         f"{spec.kind} target '{spec.name}' ({spec.fs}) needs root to attach a loop device and mount "
         f"(running as uid {uid}); kind 'dir' runs without root"

@@ -59,6 +59,9 @@ def base_provenance(spec: TargetSpec, scratch: Path) -> dict:
         "log_mkfs_command": None,
         "log_write_cache": None,
         "log_backing_fs": None,
+        "device": None,  # kind device: the hardware as sysfs has it (boatload.blockdev.facts)
+        "device_write_cache": None,
+        "log_device_facts": None,
         "image": None,
         "image_size_bytes": None,
         "backing_fs": statfs_type(scratch),
