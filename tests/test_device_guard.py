@@ -150,3 +150,38 @@ def test_a_plain_file_is_not_a_block_device(tmp_path, scratch):
     spec = parse_target("disk", {"kind": "device", "fs": "ext4", "device": "/dev/null"})
     msg = refused(spec, scratch)
     assert msg == "targets.disk.device: /dev/null is not a block device"
+
+
+def test_the_preflight_lists_every_refusal_at_once(tmp_path):
+    """Two device targets, each wrong in its own way, and a mount target that is no
+    mount: every problem listed, each naming its field, nothing written."""
+    import yaml
+
+    from boatload import plan, preflight
+    from boatload.config import validate
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "ci.yaml").read_text())
+    with loop_devices(tmp_path, 64, 100, 64) as (sig, small, other):
+        sh("mkfs.ext4", "-q", "-F", sig)
+        config["targets"] = {
+            "sig": {"kind": "device", "fs": "ext4", "device": sig},
+            "small": {"kind": "device", "fs": "xfs", "device": small, "log": {"device": other, "wipe": "not it"}},
+            "nomount": {"kind": "mount", "path": str(tmp_path)},
+        }
+        config["studies"] = {"forest": {**config["studies"]["forest"], "targets": ["sig", "small", "nomount"],
+                                        "scale_files": []}}
+        config = validate(config)
+        before = [edges(d) for d in (sig, small, other)]
+        runs = plan.runs(config)
+        report = preflight.check(config, runs, tmp_path / "scratch", tmp_path, euid=0)
+        as_user = preflight.check(config, runs, tmp_path / "scratch", tmp_path, euid=1000)
+        assert [edges(d) for d in (sig, small, other)] == before
+    problems = report.problems
+    assert any(p.startswith("targets.sig.wipe: missing, and ") for p in problems), problems
+    assert f"targets.small.device: {small} is 100 MiB, smaller than the 300 MiB the file system needs" in problems
+    assert any(p.startswith("targets.small.log.wipe: 'not it' is not the identity of ") for p in problems)
+    assert f"targets.nomount.path: {tmp_path} is not a mount point (the root of a mounted file system)" in problems
+    assert all("\n" not in p for p in problems)
+    user = [p for p in as_user.problems if p.startswith("targets.s")]
+    assert user == [f"targets.{n}.device: kind device needs root to format and mount {d} (running as uid 1000); "
+                    "nothing was opened" for n, d in (("sig", sig), ("small", small))]

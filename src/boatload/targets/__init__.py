@@ -8,6 +8,8 @@ boatload.targetspec), provisioned by the module of its kind:
 * "loop"  (boatload.targets.loop): an image of ours on a loop device, mkfs, mount
 * "device" (boatload.targets.device): a block device of the user's behind the
   guard (boatload.targets.guard), mkfs, mount
+* "mount" (boatload.targets.mount): a mounted file system of the user's, never
+  formatted: a fresh `boatload-<run id>` directory in it, removed after
 * "dir"   (boatload.targets.standin): a plain directory standing in, no root needed
 
 `provision(spec, scratch)` is a context manager yielding a `Provisioned`
@@ -30,10 +32,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from boatload.hostops import Teardown, is_root, resolve_tools, subdir
+from boatload.hostops import Teardown, is_root, plain_dir, resolve_tools, subdir
 from boatload.ledger import Ledger
 from boatload.signals import deferred_signals, signals_as_exceptions
-from boatload.targets import device, loop, standin, tmpfs
+from boatload.targets import device, loop, mount, standin, tmpfs
 from boatload.targets.base import Provisioned, base_provenance
 from boatload.targets.loop import set_loop_direct_io
 from boatload.targets.teardown import unmount
@@ -50,6 +52,7 @@ KINDS = {
     "tmpfs": (tmpfs, ("mnt",)),
     "loop": (loop, ("images", "mnt")),
     "device": (device, ("mnt",)),
+    "mount": (mount, ()),
     "dir": (standin, ("dirs",)),
 }
 
@@ -87,6 +90,7 @@ def provision(spec: TargetSpec, scratch: Path) -> Iterator[Provisioned]:
 
     with signals_as_exceptions(only_if_default=True), Teardown(f"target '{checked.name}'") as undo:
         with deferred_signals():
+            plain_dir(scratch)
             for sub in subdirs:
                 subdir(scratch, sub)
             ledger = Ledger(scratch)
