@@ -141,7 +141,7 @@ def test_the_root_file_systems_device_is_refused(scratch):
     except PermissionError:  # a sandbox may forbid even reading the root disk: the refusal is what is left to check
         readable = ()
     msg = refused(device_spec(dev, wipe="anything"), scratch, *readable)
-    assert msg.startswith(f"targets.disk.device: {dev} holds the root file system /")
+    assert msg.startswith(f"targets.disk.device: {dev} is mounted as the root file system /")
 
 
 def test_a_plain_file_is_not_a_block_device(tmp_path, scratch):

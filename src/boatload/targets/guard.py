@@ -43,9 +43,9 @@ def in_use(dev: BlockDev, scratch: Path | None) -> str | None:
     a mount, swap or a holder on it or its partitions; None if nothing uses it."""
     fam = blockdev.family(dev)
     devnos = {d.devno: d.name for d in fam}
-    for what, where in (("the root file system /", Path("/")), ("the scratch directory's file system", scratch)):
+    for what, where in (("as the root file system /", Path("/")), ("with the scratch directory's file system", scratch)):
         if where is not None and blockdev.devno_of_path(_existing(where)) in devnos:
-            return f"holds {what}"
+            return f"is mounted {what}"
     mounts = blockdev.mounts_of(fam)
     if mounts:
         mp, name = mounts[0]
