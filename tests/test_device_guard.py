@@ -185,3 +185,24 @@ def test_the_preflight_lists_every_refusal_at_once(tmp_path):
     user = [p for p in as_user.problems if p.startswith("targets.s")]
     assert user == [f"targets.{n}.device: kind device needs root to format and mount {d} (running as uid 1000); "
                     "nothing was opened" for n, d in (("sig", sig), ("small", small))]
+
+
+def test_the_devices_template_is_refused_naming_each_placeholder(tmp_path):
+    """config/devices.yaml as shipped: valid, planned, and refused by the preflight
+    until its placeholders are filled in, one line per field."""
+    from boatload import plan, preflight
+    from boatload.config import load
+
+    config = load(Path(__file__).resolve().parents[1] / "config" / "devices.yaml")
+    runs = plan.runs(config)
+    assert {r.study for r in runs} == {"forest", "degradation", "journal", "filecount", "tmpfs"}
+    report = preflight.check(config, runs, tmp_path / "scratch", tmp_path, euid=0)
+    placeholders = [p for p in report.problems if "placeholder" in p]
+    devices = {k for k, v in config["targets"].items() if v["kind"] == "device"}
+    for name in devices:
+        assert f"targets.{name}.device: still the template's placeholder /dev/CHANGE-ME-data-disk; name your device " \
+               "(see `boatload devices`)" in placeholders
+        assert any(p.startswith(f"targets.{name}.wipe: still the template's placeholder") for p in placeholders)
+    assert any(p.startswith("targets.disk-xfs-log-external.log.device: still the template's placeholder "
+                            "/dev/CHANGE-ME-log-device") for p in placeholders)
+    assert any(p.startswith("targets.disk-xfs-log-external.log.wipe: ") for p in placeholders)

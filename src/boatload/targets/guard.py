@@ -23,6 +23,8 @@ from boatload.hostops import run
 from boatload.targetspec import MIN_LOG_MB, MIN_SIZE_MB, MiB, TargetSpec
 from boatload.tools import find as find_tool
 
+PLACEHOLDER = "CHANGE-ME"  # config/devices.yaml's placeholders
+
 
 @dataclass
 class Assessment:
@@ -89,11 +91,17 @@ def assess(dev: BlockDev, scratch: Path | None) -> Assessment:
 def check_device(field: str, path: str, wipe: str | None, min_bytes: int, scratch: Path | None) -> list[str]:
     """Every reason `path` may not be formatted, one line each naming `field`
     (targets.<name>.device or .log.device; `wipe` beside it)."""
+    wipe_field = field.rpartition(".")[0] + ".wipe"
+    if PLACEHOLDER in path:
+        return [f"{field}: still the template's placeholder {path}; name your device (see `boatload devices`)",
+                *([f"{wipe_field}: still the template's placeholder; put the identity `boatload devices` prints "
+                   "for the device"] if wipe is not None and PLACEHOLDER in wipe else [])]
     found = blockdev.lookup(path)
     if isinstance(found, str):
         return [f"{field}: {found}"]
     dev = found
-    wipe_field = field.rpartition(".")[0] + ".wipe"
+    if wipe is not None and PLACEHOLDER in wipe:
+        return [f"{wipe_field}: still the template's placeholder; put the identity `boatload devices` prints for {path}"]
     a = assess(dev, scratch)
     problems = []
     if a.in_use:

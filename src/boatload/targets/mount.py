@@ -41,6 +41,8 @@ def refusals(spec: TargetSpec, scratch: Path | None) -> list[str]:
         return []
     field_ = f"targets.{spec.name}.path"
     path = spec.path
+    if "CHANGE-ME" in path:
+        return [f"{field_}: still the template's placeholder {path}; name the mount point of your file system"]
     if path == "/":
         return [f"{field_}: / is the root file system; name a file system mounted for measuring"]
     if os.path.realpath(path) != path:
