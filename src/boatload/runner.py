@@ -45,7 +45,8 @@ def settings(job: dict) -> dict:
 
 
 def _monitor(provisioned: Provisioned, opts: dict, job: dict) -> interference.Monitor:
-    device = provisioned.provenance.get("loop_device")
+    # the block device under the target: our loop device, or the user's device
+    device = provisioned.provenance.get("loop_device") or (provisioned.provenance.get("device") or {}).get("name")
     return interference.Monitor(
         target_device=Path(device).name if device else None,
         host_device=interference.host_disk(scratch_dir()),
