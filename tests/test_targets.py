@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from boatload import targets
+from boatload.targets import writecache
 from boatload.ledger import Ledger
 from boatload.signals import Terminated, deferred_signals, signals_as_exceptions
 from boatload.cleanup import cleanup
@@ -58,8 +59,8 @@ from targetlib import (  # noqa: F401 (scratch is a fixture)
         ("x", {"name": "y", "kind": "dir"}, "targets.x.name", "does not match"),
         ("x", {"fs": "ext4", "write_cache": "none"}, "targets.x.write_cache", "'none'"),
         ("x", {"fs": "ext4", "write_cache": True}, "targets.x.write_cache", "write through"),
-        ("x", {"fs": "tmpfs", "write_cache": "write through"}, "targets.x.write_cache", "only loop targets"),
-        ("x", {"kind": "dir", "write_cache": "write back"}, "targets.x.write_cache", "only loop targets"),
+        ("x", {"fs": "tmpfs", "write_cache": "write through"}, "targets.x.write_cache", "only loop and device targets"),
+        ("x", {"kind": "dir", "write_cache": "write back"}, "targets.x.write_cache", "only loop and device targets"),
         ("x", {"fs": "btrfs", "log": {"size_mb": 64}}, "targets.x.log", "xfs or ext4"),
         ("x", {"fs": "ext3", "log": {"size_mb": 64}}, "targets.x.log", "xfs or ext4"),
         ("x", {"fs": "tmpfs", "log": {"size_mb": 64}}, "targets.x.log", "not tmpfs tmpfs"),
@@ -349,7 +350,7 @@ def test_write_cache_is_restored_and_applies_to_the_log(scratch):
 
 @root
 def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch):
-    real_write, real_read = targets.write_sys, targets.read_sys
+    real_write, real_read = writecache.write_sys, writecache.read_sys
 
     def refuse(path, value):
         if Path(path).name == "write_cache":
@@ -359,10 +360,47 @@ def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch)
     def read(path):  # whatever a loop device was left at, it now needs changing
         return "write back" if Path(path).name == "write_cache" else real_read(path)
 
-    monkeypatch.setattr(targets, "write_sys", refuse)
-    monkeypatch.setattr(targets, "read_sys", read)
+    monkeypatch.setattr(writecache, "write_sys", refuse)
+    monkeypatch.setattr(writecache, "read_sys", read)
     with pytest.raises(TargetError) as e:
         with provision(spec_for("ext4", write_cache="write through"), scratch):
             pass
     assert str(e.value).startswith("targets.ext4.write_cache: the kernel refused 'write through' for /dev/loop")
     assert leftovers(scratch) == {}
+
+
+@pytest.mark.parametrize(
+    "mapping, field, words",
+    [
+        ({"kind": "device", "device": "/dev/sdb"}, "targets.x.fs", "a device target needs one of ext2"),
+        ({"kind": "device", "fs": "ext4"}, "targets.x.device", "missing"),
+        ({"kind": "device", "fs": "ext4", "device": "sdb"}, "targets.x.device", "under /dev"),
+        ({"kind": "device", "fs": "ext4", "device": "/dev/sdb", "size_mb": 100}, "targets.x.size_mb", "the device's"),
+        ({"kind": "device", "fs": "ext4", "device": "/dev/sdb", "wipe": ""}, "targets.x.wipe", "identity"),
+        ({"kind": "device", "fs": "btrfs", "device": "/dev/sdb", "log": {"device": "/dev/sdc"}}, "targets.x.log", "xfs or ext4"),
+        ({"kind": "device", "fs": "xfs", "device": "/dev/sdb", "log": {"size_mb": 64}}, "targets.x.log.size_mb", "unknown field"),
+        ({"kind": "device", "fs": "xfs", "device": "/dev/sdb", "log": {"device": "/dev/sdb"}}, "targets.x.log.device", "another device"),
+        ({"kind": "loop", "fs": "ext4", "device": "/dev/sdb"}, "targets.x.device", "only kind 'device'"),
+        ({"kind": "loop", "fs": "ext4", "wipe": "x"}, "targets.x.wipe", "only kind 'device'"),
+        ({"kind": "mount"}, "targets.x.path", "absolute path"),
+        ({"kind": "mount", "path": "srv"}, "targets.x.path", "absolute path"),
+        ({"kind": "mount", "path": "/srv", "mkfs_options": ["-q"]}, "targets.x.mkfs_options", "not used by kind 'mount'"),
+        ({"kind": "mount", "path": "/srv", "mount_options": ["noatime"]}, "targets.x.mount_options", "boatload mounts nothing"),
+        ({"kind": "mount", "path": "/srv", "write_cache": "write back"}, "targets.x.write_cache", "only loop and device"),
+        ({"kind": "tmpfs", "path": "/srv"}, "targets.x.path", "only kind 'mount'"),
+    ],
+)
+def test_device_and_mount_fields_name_the_field(mapping, field, words):
+    with pytest.raises(TargetError) as e:
+        parse_target("x", mapping)
+    assert str(e.value).startswith(field + ":") and words in str(e.value), str(e.value)
+
+
+def test_device_and_mount_specs_round_trip():
+    for m in ({"kind": "device", "fs": "xfs", "device": "/dev/sdb", "wipe": "ata-X", "write_cache": "write through",
+               "log": {"device": "/dev/nvme0n1p3", "wipe": "nvme-Y"}},
+              {"kind": "mount", "path": "/srv/scratch/"}):
+        s = parse_target("x", m)
+        d = s.to_dict()
+        assert parse_target(d.pop("name"), d) == s and s.size_mb is None
+    assert parse_target("x", {"kind": "mount", "path": "/srv/scratch/"}).path == "/srv/scratch"
