@@ -30,8 +30,12 @@ __all__ = ["build_blog", "build_page", "column_label", "fmt_number", "fmt_value"
 
 VERDICT_COLOURS = {
     "reproduced": "#1b7837",
-    "partly": "#b35806",
-    "not": "#b2182b",
+    "equivalent": "#1b7837",
+    "same direction, smaller effect": "#5aae61",
+    "same direction, larger effect": "#5aae61",
+    "inconclusive": "#b35806",
+    "contradicted": "#b2182b",
+    "not equivalent": "#b2182b",
 }
 
 CSS = """

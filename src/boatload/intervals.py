@@ -27,7 +27,10 @@ from statistics import NormalDist
 
 import numpy as np
 
-__all__ = ["RatioInterval", "mann_whitney_rank", "ratio_ci", "ratio_interval", "runs_for_interval", "runs_to_settle", "simulated_coverage"]
+__all__ = [
+    "RatioInterval", "mann_whitney_rank", "ratio_ci", "ratio_interval", "runs_for_interval",
+    "runs_to_decide_equivalence", "runs_to_settle", "simulated_coverage",
+]
 
 #: the power the runs_to_settle calculation aims at
 POWER = 0.8
@@ -169,3 +172,21 @@ def simulated_coverage(m: int, n: int, level: float = 0.95, draws: int = 2000, t
         r = ratio_interval(true_ratio * rng.lognormal(0.0, log_sd, m), rng.lognormal(0.0, log_sd, n), level)
         hits += r.low <= true_ratio <= r.high
     return hits / draws
+
+
+def runs_to_decide_equivalence(ratio: float, log_sd: float | None, margin: float, level: float,
+                               power: float = POWER) -> int | None:
+    """Runs per side at which two one-sided tests, each at (1 - level), would
+    settle a claim of no difference within ratio x/÷ `margin` with probability
+    `power`, if the true ratio were the observed `ratio`: the normal-theory
+    size 2 (z_(level) + z_power)^2 sd^2 / (log margin - |log ratio|)^2 (or
+    |log ratio| - log margin when it lies outside), over the efficiency 3/pi.
+    None when the spread is unknown or the ratio sits on the margin."""
+    if log_sd is None or ratio <= 0.0 or margin <= 1.0:
+        return None
+    distance = abs(math.log(margin) - abs(math.log(ratio)))
+    if distance == 0.0:
+        return None
+    z = NormalDist().inv_cdf
+    n = 2.0 * (z(level) + z(power)) ** 2 * log_sd**2 / distance**2 / MW_EFFICIENCY
+    return max(math.ceil(n), runs_for_interval(2.0 * level - 1.0))
