@@ -154,13 +154,16 @@ def _verdicts(summary: dict) -> str:
         else:
             ours_text = f"{_ratio(ours)} ({_ratio(v.get('ours_low'))}–{_ratio(v.get('ours_high'))})"
         verdict = v.get("verdict") or "–"
-        colour = VERDICT_COLOURS.get(verdict)
+        if v.get("runs_to_settle") is not None:
+            verdict += f" ({v['runs_to_settle']} runs per side to settle)"
+        colour = VERDICT_COLOURS.get(v.get("verdict"))
         style = f' style="color: {colour}"' if colour else ""
         rows.append(
             "<tr>"
             f"<td>{_esc(v.get('claim'))}</td>"
             f'<td class="num">{_esc(_ratio(v.get("original_ratio")))}</td>'
             f'<td class="num">{_esc(ours_text)}</td>'
+            f"<td>{_esc(v.get('direction') or '–')}</td><td>{_esc(v.get('size') or '–')}</td>"
             f'<td class="verdict"{style}>{_esc(verdict)}</td>'
             "</tr>"
         )
@@ -168,7 +171,8 @@ def _verdicts(summary: dict) -> str:
         return "<p>This study states no claims with a verdict.</p>"
     level = summary.get("level")
     ci = f"{round(float(level) * 100)}% CI" if level is not None else "CI"
-    head = f"<tr><th>claim</th><th>original</th><th>ours ({_esc(ci)})</th><th>verdict</th></tr>"
+    head = (f"<tr><th>claim</th><th>original</th><th>ours ({_esc(ci)})</th><th>direction</th><th>size</th>"
+            "<th>verdict</th></tr>")
     rule = summary.get("verdict_rule")
     note = f"<p>{_esc(rule)}</p>" if rule else ""
     return (f'<div class="scroll"><table class="verdicts"><thead>{head}</thead>'
