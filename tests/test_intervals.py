@@ -100,3 +100,17 @@ def test_runs_to_settle_grows_as_the_effect_shrinks():
     assert small == 105
     assert runs_to_settle(1.0, 0.05, LEVEL) is None
     assert runs_to_settle(1.05, None, LEVEL) is None
+
+
+@pytest.mark.parametrize(("ratio", "sd"), [(1.1, 0.1), (0.8, 0.3)])
+def test_runs_to_settle_give_the_power_they_state(ratio, sd):
+    """At the runs per side runs_to_settle names, the interval excludes 1 in
+    about 80 % of draws of lognormal runs with that ratio and spread."""
+    n = runs_to_settle(ratio, sd, LEVEL)
+    rng = np.random.default_rng(11)
+    draws = 1000
+    settled = 0
+    for _ in range(draws):
+        r = ratio_interval(ratio * rng.lognormal(0.0, sd, n), rng.lognormal(0.0, sd, n), LEVEL)
+        settled += not (r.low <= 1.0 <= r.high)
+    assert 0.74 <= settled / draws <= 0.92, f"{n} runs per side: {settled / draws:.1%} settled"
