@@ -11,6 +11,7 @@ import yaml
 
 from boatload.intervals import (
     mann_whitney_rank,
+    median_interval,
     ratio_interval,
     runs_for_interval,
     runs_to_settle,
@@ -113,3 +114,18 @@ def test_runs_to_settle_give_the_power_they_state(ratio, sd):
         r = ratio_interval(ratio * rng.lognormal(0.0, sd, n), rng.lognormal(0.0, sd, n), LEVEL)
         settled += not (r.low <= 1.0 <= r.high)
     assert 0.74 <= settled / draws <= 0.92, f"{n} runs per side: {settled / draws:.1%} settled"
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 6, 10, 15, 20])
+def test_median_interval_states_the_coverage_it_has(n):
+    """A point's band: at 6 runs or more the exact interval of the median holds
+    95 %; below, the range of the runs holds the true median only as often as
+    it says (75 % at 3 runs), and never claims 95 %."""
+    rng = np.random.default_rng(n)
+    true_median = math.exp(8.0)  # of lognormal(8, sigma)
+    hits, stated = 0, None
+    for _ in range(DRAWS):
+        _, low, high, stated = median_interval(rng.lognormal(8.0, SIGMA, n), LEVEL)
+        hits += low <= true_median <= high
+    assert (stated >= LEVEL) == (n >= 6)
+    assert abs(hits / DRAWS - stated) < 4 * math.sqrt(stated * (1 - stated) / DRAWS), (n, hits / DRAWS, stated)

@@ -133,7 +133,7 @@ def test_table(run, fixture_runs):
     table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
     assert table.columns == [
         "target", "filesystem", "log", "flushes", "step", "phase", "reps", "files", "file_size",
-        "ops_per_s", "ci_low", "ci_high", "baseline_target", "vs_baseline", "vs_low", "vs_high", "p50_us", "p99_us",
+        "ops_per_s", "ci_low", "ci_high", "ci_coverage", "baseline_target", "vs_baseline", "vs_low", "vs_high", "p50_us", "p99_us",
     ]
     assert table.height == measured(fixture_runs).select("target", "phase").unique().height == 30
     base = table.filter(pl.col("target") == pl.col("baseline_target"))

@@ -28,7 +28,7 @@ from statistics import NormalDist
 import numpy as np
 
 __all__ = [
-    "RatioInterval", "mann_whitney_rank", "ratio_ci", "ratio_interval", "runs_for_interval",
+    "RatioInterval", "mann_whitney_rank", "median_interval", "ratio_ci", "ratio_interval", "runs_for_interval",
     "runs_to_decide_equivalence", "runs_to_settle", "simulated_coverage",
 ]
 
@@ -140,6 +140,27 @@ def ratio_ci(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
              level: float = 0.95) -> tuple[float, float | None, float | None]:
     """``(ratio, low, high)`` of :func:`ratio_interval`; bounds None: too few runs."""
     return ratio_interval(a, b, level).as_tuple()
+
+
+def median_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float, float, float]:
+    """``(median, low, high, coverage)`` of one sample of runs: the exact
+    distribution-free interval of the median between the j-th smallest and the
+    j-th largest run, which holds the true median with probability
+    ``coverage`` = 1 - 2 P(Binomial(n, 1/2) < j), the narrowest at or above
+    `level`. Too few runs for `level` (fewer than 6 for 95 %) give the range of
+    the runs with the coverage it has (1 - 2^(1-n): 75 % at 3 runs, 87.5 % at 4),
+    so a table states what its band is rather than calling it 95 %."""
+    x = np.sort(np.asarray(values, dtype=np.float64).ravel())
+    if x.size == 0 or not np.all(np.isfinite(x)):
+        raise ValueError("values: an empty sample, or NaN or infinite values")
+    n = int(x.size)
+    below, j = 0, 0  # below: P(B < j) * 2^n
+    while j < n // 2 and 2.0 * (below + math.comb(n, j)) / 2.0**n <= 1.0 - level + 1e-12:
+        below += math.comb(n, j)
+        j += 1
+    j = max(j, 1)
+    coverage = 1.0 - 2.0 * sum(math.comb(n, i) for i in range(j)) / 2.0**n
+    return float(np.median(x)), float(x[j - 1]), float(x[n - j]), max(coverage, 0.0)
 
 
 def runs_to_settle(ratio: float, log_sd: float | None, level: float, power: float = POWER) -> int | None:
