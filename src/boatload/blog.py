@@ -202,6 +202,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "working_set_label": ("working set", ""), "test": ("test", ""), "tool": ("tool", ""),
     "tmpfs_vs_ext3": ("tmpfs ÷ ext3", ""), "cpu_pct": ("CPU", "%"), "swap_used_mb": ("swap used", "MiB"),
     "peak_mb": ("peak memory", "MiB"),
+    "ci_coverage": ("the interval's coverage", ""),
 }
 # A code whose readable twin is in the same table is left out (the CSV keeps both).
 TWINS = {"method": "method_label", "op": "op_label", "tool": "tool_label", "working_set": "working_set_label"}
@@ -247,7 +248,9 @@ def readable_table(header: list[str], body: list[list[str]], level: float | None
             continue
         nxt = header[i + 1] if i + 1 < len(header) else None
         if (h, nxt) in _INTERVALS:
-            plan.append((ci, "", [i, i + 1]))
+            # a point's band whose coverage the table states is not called a CI at the level
+            label = "interval" if h == "ci_low" and "ci_coverage" in index else ci
+            plan.append((label, "", [i, i + 1]))
             skip.add(i + 1)
             continue
         label, unit = column_label(h)
