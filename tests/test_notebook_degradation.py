@@ -166,15 +166,18 @@ def test_summary(run):
     assert s["study"] == STUDY and s["n_resamples"] >= 10_000 and s["level"] == 0.95
     pub = published_points()
     by = {(v["id"], v["target"]): v for v in s["verdicts"]}
-    assert len(by) == len(s["verdicts"]) == 4
+    assert len(by) == len(s["verdicts"]) == 6
     for cid, targets in FX.EXPECTED.items():
         for target, verdict in targets.items():
             v = by[(cid, target)]
             assert v["verdict"] == verdict, (cid, target, v)
             assert v["ours_low"] <= v["ours"] <= v["ours_high"]
-            op = "write_odirect" if cid == "write_falls" else "read"
-            assert v["original_ratio"] == pytest.approx(published_ratio(op, 2_000_000))
-            assert v["ours"] == pytest.approx(FX.RATES[target][op][2] / FX.RATES[target][op][0])
+            op, stage = v["op"], v["stage"]
+            assert (op, stage) == {"write_falls": ("write_odirect", 2), "read_falls": ("read", 2),
+                                   "read_steady": ("read", 1)}[cid]
+            assert v["test"] == ("no difference" if cid == "read_steady" else "effect")
+            assert v["original_ratio"] == pytest.approx(published_ratio(op, [0, 1_000_000, 2_000_000][stage]))
+            assert v["ours"] == pytest.approx(FX.RATES[target][op][stage] / FX.RATES[target][op][0])
             assert {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict", "direction", "size",
                     "runs_to_settle"} <= set(v)
             # runs to settle: only for an inconclusive claim with an effect seen (ext4's reads do not change)
@@ -244,7 +247,7 @@ def test_real_data(data, tmp_path):
     check_published_points(results)
     s = summary_of(results)
     targets = runs["target"].unique().to_list()
-    assert len(s["verdicts"]) == 2 * max(1, len(targets))
+    assert len(s["verdicts"]) == 3 * max(1, len(targets))
     for v in s["verdicts"]:
         assert v["verdict"] in VERDICTS
         if v["ours_low"] is not None:

@@ -74,7 +74,7 @@ class Rule:
     @property
     def tost_level(self) -> float:
         """The interval two one-sided tests at 1 - level each read."""
-        return 2.0 * self.level - 1.0
+        return round(2.0 * self.level - 1.0, 12)
 
     def text(self) -> str:
         lvl, tost = _pct(self.level), _pct(self.tost_level)
