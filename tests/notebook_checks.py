@@ -9,6 +9,7 @@ import json
 import math
 import re
 import shutil
+import statistics
 import subprocess
 from pathlib import Path
 from types import ModuleType
@@ -111,3 +112,9 @@ def clean_notebook_parameters(notebook: Path) -> str:
     for name in ("data", "reference", "out_dir", "formats"):
         assert f"{name} = " in src
     return src
+
+
+def hl_ratio(a, b) -> float:
+    """The Hodges-Lehmann ratio of two samples, computed here on its own: the
+    exponent of the median of every log ratio of one of `a` to one of `b`."""
+    return math.exp(statistics.median(math.log(x) - math.log(y) for x in a for y in b))

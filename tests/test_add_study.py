@@ -35,7 +35,7 @@ from __future__ import annotations
 import polars as pl
 
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, settings_schema
+from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema
 from boatload.worker import failure, phase, run_worker
 
 
@@ -78,6 +78,9 @@ STUDY = Study(
     jobs=jobs, run=run, summary=summary, rows=rows, sort=("target", "rep"),
     columns={"rep": pl.Int64, "files": pl.Int64, "seconds": pl.Float64, "files_per_s": pl.Float64},
     measures_without_root=True, figures=("rates",),
+    original=Original(citation="toy-original", hardware="a {original[machine]} with {original[filesystems]}",
+                      rate=("files_per_s", "files/s"),
+                      scale=(ScaleGap("files per run", ("files",), ("original", "files")),)),
 )
 '''
 
@@ -100,7 +103,7 @@ import polars as pl
 from boatload import notebook
 from boatload.plotting import save_chart
 from boatload.stats import bootstrap_ci
-from boatload.verdict import RULE, claim
+from boatload.verdict import Rule, claim
 
 paths = notebook.setup("toy", data=data, reference=reference, out_dir=out_dir)
 runs = pl.read_parquet(paths.data).filter(pl.col("status") == "ok")
@@ -108,11 +111,12 @@ published = pl.read_csv(paths.reference)["files_per_s"][0]
 rates = runs["files_per_s"].to_list()
 median, low, high = bootstrap_ci(rates, seed=0)
 notebook.write_table(runs, paths.table())
+rule = Rule()
 summary = {
     "runs": runs.height, "files": int(runs["files"][0]), "targets": sorted(set(runs["target"])),
-    "median_files_per_s": median, "last_run_at": max(runs["started_at"]), "verdict_rule": RULE,
-    "verdicts": [claim("ours over the published rate is above 1", 2.0, median / published,
-                       low / published, high / published)],
+    "median_files_per_s": median, "last_run_at": max(runs["started_at"]), "verdict_rule": rule.text(),
+    "verdicts": [claim("ours over the published rate is above 1", 2.0, rates, [published], rule)],
+    "original": {"machine": "laptop of 2010", "filesystems": ["tmpfs", "ext4"], "files": 10000},
 }
 notebook.write_summary(summary, paths.summary)
 save_chart(alt.Chart(runs).mark_point().encode(x="rep:O", y="files_per_s:Q"), paths.out, "toy", "rates")
@@ -180,6 +184,16 @@ def test_a_sixth_study_is_four_files_and_a_config_line(workdir):
     text = " ".join(pdf_text(workdir / "results" / "paper" / "paper.pdf").split())
     assert "Toy: a small tree of empty files" in text
     assert "The worker made 200 files 3 times on tmpfs" in text
+    # its original, from its record alone: the scale gap in the audit and the threats, the machine in the threats
+    audit = json.loads((workdir / "results" / "tables" / "audit.json").read_text())
+    gap = [r for r in audit["threats"]["scale"] if r["study"] == "toy"]
+    assert gap == [{"study": "toy", "quantity": "files per run", "ours": 200, "original": 10000, "unit": "",
+                    "factor": 50.0}]
+    assert "toy files per run" in text and "200 10,000 50.0" in text
+    assert "a laptop of 2010 with tmpfs and ext4 (toy)" in text
+    assert audit["originals"]["toy"]["citation"] == "toy-original"
+    # one run against the published number: no interval exists, so no verdict
+    assert summary["verdicts"][0]["verdict"] == "too few runs"
     page = (workdir / "results" / "blog" / "toy.html").read_text()
     assert "How fast does the worker make a small tree of empty files?" in page
     if FULL:

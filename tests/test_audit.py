@@ -30,8 +30,9 @@ def test_crimes_are_heisers_list():
 
 
 def test_audit_of_made_up_results(tmp_path):
-    """Two claims (one with an interval over 3 runs, one with too few runs),
-    a fio peer table: the audit counts them and takes the geometric mean."""
+    """Two claims (one with an interval over 4 runs, one with too few runs),
+    a fio peer table: the audit counts them, measures the interval's coverage
+    at 4 runs per side, and takes the geometric mean."""
     tables = tmp_path / "tables"
     tables.mkdir()
     prov = {"host": "h", "cpu_model": "c", "cpus": 2, "memory_bytes": 2**33, "kernel": "6.1", "os": "Debian",
@@ -42,22 +43,26 @@ def test_audit_of_made_up_results(tmp_path):
     (tmp_path / "provenance.json").write_text(json.dumps(prov))
     summary = {"stat": "median", "level": 0.95, "n_resamples": 2000, "seed": 0,
                "counts": {"files": 100}, "original": {"files": 250000},
-               "verdicts": [{"claim": "a", "verdict": "reproduced", "reps": 3},
-                            {"claim": "b", "verdict": "too few runs", "reps": 1}]}
+               "verdicts": [{"claim": "a", "verdict": "reproduced", "runs_per_side": [4, 4], "ours_low": 1.2},
+                            {"claim": "b", "verdict": "too few runs", "runs_per_side": [1, 1], "ours_low": None}]}
     (tables / "journal-summary.json").write_text(json.dumps(summary))
     (tables / "journal.csv").write_text("target,reps,ops_per_s\next4,3,10.5\n")
     fc = {**summary, "verdicts": [], "setup": {"file_size_mb": 4, "threads": 8},
-          "original": {"file_size_mb": 100, "threads": 64}}
+          "original": {"file_size_mb": 100, "threads": 64, "filesystem": "VxFS", "tool": "vdbench 5.01"}}
     (tables / "filecount-summary.json").write_text(json.dumps(fc))
     (tables / "filecount.csv").write_text("target,reps,iops\next4,3,1000\n")
     (tables / "filecount-peers.csv").write_text("target,worker_over_fio\next4,2.0\next4,0.5\next4,\n")
 
     doc = audit.build_audit(tmp_path)
     crimes = {c["id"]: c for c in doc["crimes"]}
-    assert doc["claims"] == {"total": 2, "by_verdict": {"reproduced": 1, "too few runs": 1}, "with_interval": 1,
-                             "runs_per_side_min": 3, "runs_per_side_max": 3}
+    (coverage,) = doc["claims"]["coverage"]
+    assert {k: v for k, v in doc["claims"].items() if k != "coverage"} == {"total": 2, "by_verdict": {"reproduced": 1, "too few runs": 1}, "with_interval": 1,
+                             "runs_per_side_min": 4, "runs_per_side_max": 4}
+    # measured, not stated: 4 runs per side cover at 1 - 2/70 = 97.1 %, within the noise of 2,000 draws
+    assert coverage["runs_per_side"] == [4, 4] and 0.95 <= coverage["coverage"] <= 0.99
     assert crimes["B4"]["status"] == "partly"
-    assert "2,000 resamples" in crimes["B4"]["how"] and "over 3 runs per side" in crimes["B4"]["how"]
+    assert "over 4 runs per side" in crimes["B4"]["how"] and f"{coverage['coverage']:.1%}" in crimes["B4"]["how"]
+    assert "1 claims rest on runs too few" in crimes["B4"]["how"]
     assert doc["peers"] == [{"study": "filecount", "peer": "fio", "points": 2, "geomean": pytest.approx(1.0),
                              "min": 0.5, "max": 2.0, "table": "filecount-peers.csv"}]
     assert "1.00 over 2 points for fio" in crimes["B5"]["how"]
@@ -65,6 +70,9 @@ def test_audit_of_made_up_results(tmp_path):
     scale = {(r["study"], r["quantity"]): r["factor"] for r in doc["threats"]["scale"]}
     assert scale == {("journal", "files"): 2500.0, ("filecount", "file size"): 25.0, ("filecount", "threads"): 8.0}
     assert doc["threats"]["disk"]["backing_fs"] == ["xfs"]
+    # each original as its study's record describes it, filled from its summary
+    assert doc["originals"]["filecount"] == {"citation": "seed-filecount", "hardware": "VxFS under vdbench 5.01"}
+    assert doc["originals"]["journal"] == {"citation": "seed-journal", "hardware": None}  # no file system in its summary
 
     out = audit.write_audit(tmp_path)
     assert json.loads(out.read_text()) == json.loads(json.dumps(doc))

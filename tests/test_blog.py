@@ -74,6 +74,10 @@ def test_verdicts_and_question(results, pages):
         for v in summary["verdicts"]:
             assert v["claim"] in text
             assert v["verdict"] in text
+            if v.get("size"):  # direction and size in their own columns
+                assert f"<td>{v['direction']}</td><td>{v['size']}</td>" in text
+            if v.get("runs_to_settle") is not None:
+                assert f"{v['runs_to_settle']} runs per side to settle" in text
             assert blog.fmt_number(v["original_ratio"], digits=3) in text
             if v.get("ours") is not None:
                 assert blog.fmt_number(v["ours"], digits=3) in text

@@ -34,6 +34,9 @@ def test_shipped_configs_are_valid(name):
          "studies.forest.scale_files[0]: 0 is less than the minimum of 1000"),
         (lambda c: c["studies"]["forest"].update(scale_files=[2000, 2000]),
          "studies.forest.scale_files: [2000, 2000] has non-unique elements"),
+        (lambda c: c.update(verdicts={"band_factor": 1}), "verdicts.band_factor: 1 is less than or equal to the minimum of 1"),
+        (lambda c: c.update(verdicts={"equivalence_margin": "10 %"}), "verdicts.equivalence_margin"),
+        (lambda c: c.update(verdicts={"band": 2}), "verdicts.band: unknown field"),
     ],
 )
 def test_bad_field_is_named(mutate, field):

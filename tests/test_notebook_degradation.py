@@ -59,6 +59,13 @@ def published_points() -> dict:
     return {(r["op"], r["extra_files"]): r["mb_per_s"] for r in med.iter_rows(named=True)}
 
 
+def published_ratio(op: str, extra_files: int) -> float:
+    """The original's Hodges-Lehmann ratio of a stage's five runs over the empty file system's."""
+    ref = pl.read_csv(REPO / "data" / "reference" / f"{STUDY}.csv").filter(pl.col("op") == op)
+    runs = {e: g["mb_per_s"].to_list() for (e,), g in ref.group_by("extra_files")}
+    return nc.hl_ratio(runs[extra_files], runs[0])
+
+
 figure_rows = partial(nc.figure_rows, study=STUDY)
 
 
@@ -85,7 +92,8 @@ def check_measured_points(results: Path, runs: pl.DataFrame) -> None:
         for key, r in got.items():
             assert r[value] == pytest.approx(want[key][value], rel=1e-9), (name, key)
             low, high = ("ci_low", "ci_high") if value == "mb_per_s" else ("ratio_low", "ratio_high")
-            assert r[low] <= r[value] <= r[high], (name, key)
+            if r[low] is not None or name == "throughput":  # a ratio of too few repetitions has no interval
+                assert r[low] <= r[value] <= r[high], (name, key)
 
 
 def check_published_points(results: Path) -> None:
@@ -97,7 +105,7 @@ def check_published_points(results: Path) -> None:
         for r in rows:
             assert r["extra_files"] == extras[r["stage"]]
             assert r["mb_per_s"] == pytest.approx(pub[(r["op"], r["extra_files"])])
-            assert r["ratio"] == pytest.approx(pub[(r["op"], r["extra_files"])] / pub[(r["op"], 0)])
+            assert r["ratio"] == pytest.approx(published_ratio(r["op"], r["extra_files"]))
             assert r["ci_low"] <= r["mb_per_s"] <= r["ci_high"]
 
 
@@ -126,8 +134,8 @@ def test_figure_points(run, fixture_runs):
         for op, medians in ops.items():
             for stage, median in enumerate(medians):
                 assert rows[(target, op, stage)]["mb_per_s"] == pytest.approx(median), (target, op, stage)
-    assert rows[("xfs", "read", 0)]["runs"] == 10  # two of three repetitions
-    assert rows[("ext4", "read", 0)]["runs"] == 15
+    assert rows[("xfs", "read", 0)]["runs"] == (FX.REPS - 1) * FX.RUNS  # all repetitions but the failed one
+    assert rows[("ext4", "read", 0)]["runs"] == FX.REPS * FX.RUNS
 
 
 def test_published_points(run):
@@ -138,7 +146,7 @@ def test_table(run, fixture_runs):
     table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
     assert table.columns == [
         "target", "filesystem", "op", "op_label", "stage", "extra_files", "files_on_disk", "reps", "runs",
-        "mb_per_s", "ci_low", "ci_high", "ratio", "ratio_low", "ratio_high",
+        "mb_per_s", "ci_low", "ci_high", "ci_coverage", "ratio", "ratio_low", "ratio_high",
         "memory_limit_mb", "file_bytes", "block", "loop_direct_io",
     ]
     want = expected_points(fixture_runs)
@@ -158,16 +166,22 @@ def test_summary(run):
     assert s["study"] == STUDY and s["n_resamples"] >= 10_000 and s["level"] == 0.95
     pub = published_points()
     by = {(v["id"], v["target"]): v for v in s["verdicts"]}
-    assert len(by) == len(s["verdicts"]) == 4
+    assert len(by) == len(s["verdicts"]) == 6
     for cid, targets in FX.EXPECTED.items():
         for target, verdict in targets.items():
             v = by[(cid, target)]
             assert v["verdict"] == verdict, (cid, target, v)
             assert v["ours_low"] <= v["ours"] <= v["ours_high"]
-            op = "write_odirect" if cid == "write_falls" else "read"
-            assert v["original_ratio"] == pytest.approx(pub[(op, 2_000_000)] / pub[(op, 0)])
-            assert v["ours"] == pytest.approx(FX.RATES[target][op][2] / FX.RATES[target][op][0])
-            assert {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict"} <= set(v)
+            op, stage = v["op"], v["stage"]
+            assert (op, stage) == {"write_falls": ("write_odirect", 2), "read_falls": ("read", 2),
+                                   "read_steady": ("read", 1)}[cid]
+            assert v["test"] == ("no difference" if cid == "read_steady" else "effect")
+            assert v["original_ratio"] == pytest.approx(published_ratio(op, [0, 1_000_000, 2_000_000][stage]))
+            assert v["ours"] == pytest.approx(FX.RATES[target][op][stage] / FX.RATES[target][op][0])
+            assert {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict", "direction", "size",
+                    "runs_to_settle"} <= set(v)
+            # runs to settle: only for an inconclusive claim with an effect seen (ext4's reads do not change)
+            assert (v["runs_to_settle"] is not None) == (verdict == "inconclusive" and v["ours"] != pytest.approx(1))
     assert by[("write_falls", "ext4")]["claim"].startswith("O_DIRECT write throughput falls as small files accumulate")
     assert by[("read_falls", "ext4")]["claim"].startswith("Buffered read throughput falls")
     setup = s["setup"]
@@ -175,10 +189,10 @@ def test_summary(run):
     assert setup["memory_limit_mb"] == FX.MEMORY_MB and setup["file_bytes"] == FX.FILE_BYTES
     assert setup["write_block"] == FX.BLOCK and setup["read_block"] == 512
     assert setup["runs_per_stage"] == FX.RUNS
-    assert setup["reps"] == {"ext4": 3, "xfs": 2}
+    assert setup["reps"] == {"ext4": FX.REPS, "xfs": FX.REPS - 1}
     assert setup["loop_direct_io"] == {"ext4": True, "xfs": True}
     # the failed job is listed with its reason, not measured
-    assert s["counts"]["jobs"] == 6 and s["counts"]["jobs_not_measured"] == 1
+    assert s["counts"]["jobs"] == 2 * FX.REPS and s["counts"]["jobs_not_measured"] == 1
     (bad,) = s["not_measured"]
     assert (bad["target"], bad["rep"], bad["status"]) == ("xfs", 3, "error") and bad["reason"] == FX.FAIL_REASON
     assert s["original"]["extra_files_per_stage"] == 1_000_000 and s["original"]["runs_per_stage"] == 5
@@ -205,7 +219,7 @@ def test_all_skipped(skipped):
     table = (results / "tables" / f"{STUDY}.csv").read_text().splitlines()
     assert table[0].startswith("target,filesystem,op") and len(table) == 1
     s = summary_of(results)
-    assert s["counts"]["points"] == 0 and s["counts"]["jobs_not_measured"] == s["counts"]["jobs"] == 6
+    assert s["counts"]["points"] == 0 and s["counts"]["jobs_not_measured"] == s["counts"]["jobs"] == 2 * FX.REPS
     assert {v["verdict"] for v in s["verdicts"]} == {"not tested"}
     assert all(r["reason"].startswith("not root") for r in s["not_measured"])
     check_figure_files(results)
@@ -233,11 +247,13 @@ def test_real_data(data, tmp_path):
     check_published_points(results)
     s = summary_of(results)
     targets = runs["target"].unique().to_list()
-    assert len(s["verdicts"]) == 2 * max(1, len(targets))
+    assert len(s["verdicts"]) == 3 * max(1, len(targets))
     for v in s["verdicts"]:
         assert v["verdict"] in VERDICTS
-        if v["ours"] is not None:
+        if v["ours_low"] is not None:
             assert v["ours_low"] <= v["ours"] <= v["ours_high"]
+        else:  # no interval at the level: no verdict either
+            assert v["verdict"] in ("too few runs", "not tested")
 
 
 # --- the committed notebook --------------------------------------------------------

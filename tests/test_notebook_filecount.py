@@ -54,16 +54,20 @@ def measured(runs: pl.DataFrame) -> pl.DataFrame:
 
 def expected_points(runs: pl.DataFrame) -> dict:
     """(target, mode, tool, k) -> IOPS of the point and its ratio to k = 1,
-    computed here independently of the notebook: the median over the measured
-    runs, or for a point run once, the mean of its intervals after the first."""
+    computed here independently of the notebook: the IOPS is the median over the
+    measured runs, or for a point run once, the mean of its intervals after the
+    first; the ratio is the Hodges-Lehmann ratio of the two points' runs (never
+    of the intervals within a run)."""
     med = measured(runs).group_by("target", "mode", "tool", "files").agg(
-        pl.col("iops").median(), pl.len().alias("n"), pl.col("interval_iops").first())
-    by = {}
+        pl.col("iops").median().alias("median"), pl.col("iops"), pl.len().alias("n"), pl.col("interval_iops").first())
+    by, run_iops = {}, {}
     for r in med.iter_rows(named=True):
+        key = (r["target"], r["mode"], r["tool"], r["files"])
         after_first = (r["interval_iops"] or [])[1:]
         one_run = r["n"] == 1 and len(after_first) >= 2
-        by[(r["target"], r["mode"], r["tool"], r["files"])] = sum(after_first) / len(after_first) if one_run else r["iops"]
-    return {k: {"iops": v, "ratio": v / by[(*k[:3], 1)]} for k, v in by.items()}
+        by[key] = sum(after_first) / len(after_first) if one_run else r["median"]
+        run_iops[key] = r["iops"]
+    return {k: {"iops": v, "ratio": nc.hl_ratio(run_iops[k], run_iops[(*k[:3], 1)])} for k, v in by.items()}
 
 
 def published() -> dict:
@@ -99,7 +103,8 @@ def check_measured_points(results: Path, runs: pl.DataFrame) -> None:
         assert set(got) == {k for k in want if keep(k)}, name
         for key, r in got.items():
             assert r[value] == pytest.approx(want[key][value], rel=1e-9), (name, key)
-            assert r[low] <= r[value] <= r[high], (name, key)
+            if r[low] is not None or name == "iops":  # a ratio of single runs has no interval
+                assert r[low] <= r[value] <= r[high], (name, key)
 
 
 def check_published_points(results: Path) -> None:
@@ -142,7 +147,7 @@ def test_figure_points(run, fixture_runs):
                 continue  # two runs left: the median is their mean
             assert rows[(*key, k)]["iops"] == pytest.approx(median), (key, k)
     assert not any(k[0] == "tmpfs" and k[1] == "direct" for k in rows)  # skipped, never plotted
-    assert rows[("xfs", "direct", "fio", 3)]["reps"] == 2
+    assert rows[("xfs", "direct", "fio", 3)]["reps"] == FX.REPS - 1
 
 
 def test_published_points(run):
@@ -151,9 +156,9 @@ def test_published_points(run):
 
 def test_table(run, fixture_runs):
     table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
-    assert table.columns[:15] == [
+    assert table.columns[:16] == [
         "target", "filesystem", "mode", "tool", "tool_label", "files", "reps", "sample_kind", "n_samples",
-        "iops", "ci_low", "ci_high", "ratio", "ratio_low", "ratio_high",
+        "iops", "ci_low", "ci_high", "ci_coverage", "ratio", "ratio_low", "ratio_high",
     ]
     # three runs per point (one where a run failed): sampled by runs, not intervals
     assert set(table["sample_kind"]) == {"runs"} and (table["n_samples"] == table["reps"]).all()
@@ -197,7 +202,7 @@ def test_peers_table_pairs_rows_of_the_same_job(run, fixture_runs):
         assert r["fio_cpu_us_per_op"] == pytest.approx(statistics.median(j[3] for j in jobs))
         assert r["low"] <= r["worker_over_fio"] <= r["high"]
     # the failed fio run (xfs, k = 3, O_DIRECT, rep 2) leaves its job's worker run unpaired
-    assert peers.filter((pl.col("target") == "xfs") & (pl.col("mode") == "direct") & (pl.col("files") == 3))["pairs"].to_list() == [2]
+    assert peers.filter((pl.col("target") == "xfs") & (pl.col("mode") == "direct") & (pl.col("files") == 3))["pairs"].to_list() == [FX.REPS - 1]
     # each pair: one tool first, the other second, as the job recorded it
     for r in pairs.iter_rows(named=True):
         assert {r["worker_position"], r["fio_position"]} == {1, 2}
@@ -223,7 +228,9 @@ def test_summary(run):
         assert v["verdict"] == verdict, (key, v)
         assert v["claim"].startswith("IOPS nearly double going from one file to two")
         assert v["original_ratio"] == pytest.approx(pub[2] / pub[1], rel=1e-5)
-        assert {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict"} <= set(v)
+        assert {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict", "direction", "size",
+                "runs_to_settle"} <= set(v)
+        assert v["runs_per_side"] in (None, [FX.REPS, FX.REPS])
         if verdict == "not tested":
             assert v["ours"] is None
             continue
@@ -300,8 +307,10 @@ def test_real_data(data, tmp_path):
     assert len(s["verdicts"]) == max(1, runs.select("target", "mode").unique().height)
     for v in s["verdicts"]:
         assert v["verdict"] in VERDICTS
-        if v["ours"] is not None:
+        if v["ours_low"] is not None:
             assert v["ours_low"] <= v["ours"] <= v["ours_high"]
+        else:  # no interval at the level: no verdict either
+            assert v["verdict"] in ("too few runs", "not tested")
     assert (results / "tables" / f"{STUDY}-peers.csv").is_file()
 
 
@@ -317,9 +326,10 @@ pdf_text = partial(nc.pdf_text, plain_quotes=True)
 
 
 def test_one_repetition_is_sampled_by_intervals(one_rep):
-    """One run per point (the quick config): the worker's points are the mean of
-    their per-interval IOPS after the first, with an interval of real width, so
-    the verdicts are decided, not "too few runs"; fio's stay single runs."""
+    """One run per point: the worker's points are the mean of their
+    per-interval IOPS after the first, with an interval of real width (how
+    steady the run was); but a ratio and its verdict rest on runs, not on the
+    intervals within one run, so every measured claim is "too few runs"."""
     runs = pl.read_parquet(one_rep[STUDY])
     table = pl.read_csv(one_rep["results"] / "tables" / f"{STUDY}.csv")
     worker = table.filter(pl.col("tool") == WORKER)
@@ -334,9 +344,14 @@ def test_one_repetition_is_sampled_by_intervals(one_rep):
         assert r["n_samples"] == len(after_first) == 5
         assert r["iops"] == pytest.approx(sum(after_first) / len(after_first), rel=1e-9)
         assert r["ci_low"] < r["iops"] < r["ci_high"]
+        if r["files"] > 1:
+            assert r["ratio_low"] is None and r["ratio_high"] is None
     s = summary_of(one_rep["results"])
     got = {(v["target"], v["mode"]): v["verdict"] for v in s["verdicts"]}
-    assert got == FX.EXPECTED
+    assert got == {k: "not tested" if v == "not tested" else "too few runs" for k, v in FX.EXPECTED.items()}
+    for v in s["verdicts"]:
+        if v["verdict"] == "too few runs":
+            assert v["runs_per_side"] == [1, 1] and v["ours_low"] is None and v["runs_to_settle"] >= 4
     # worker against fio: whole runs on both sides (fio has no intervals), no interval of the ratio
     peers = pl.read_csv(one_rep["results"] / "tables" / f"{STUDY}-peers.csv")
     run_iops = {(r["target"], r["mode"], r["tool"], r["files"]): r["iops"] for r in measured(runs).iter_rows(named=True)}
@@ -355,4 +370,4 @@ def test_paper_section_one_repetition(one_rep, tmp_path):
     assert s["counts"]["points_by_intervals"] == 20 and s["counts"]["intervals_min"] == 5  # 5 worker series x 4 k
     assert "by the IOPS of each 0.5 s interval of the run after the first" in text
     assert "(20 points)" in text
-    assert "too few runs" not in {v["verdict"] for v in s["verdicts"]}
+    assert "too few runs" in {v["verdict"] for v in s["verdicts"]} and "too few runs" in text

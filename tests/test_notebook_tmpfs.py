@@ -84,7 +84,7 @@ def test_rate_points(run, fixture_runs):
         assert got[key]["ci_low"] <= got[key]["ops_per_s"] <= got[key]["ci_high"], key
         assert got[key]["reps"] == r["reps"], key
     assert ("tmpfs", 0.6, "bonnie++", "sequential_read") not in got  # +++++
-    assert got[("ext3", 1.6, "boatload-worker", "random_read")]["reps"] == 2  # the failed run is left out
+    assert got[("ext3", 1.6, "boatload-worker", "random_read")]["reps"] == FX.REPS - 1  # the failed run is left out
     assert {r["marker"] for r in ours} == {"worker", "bonnie++"}
 
     # the published rates, each beside the working set of its label; +++++ not drawn
@@ -113,8 +113,9 @@ def test_ratio_points(run, fixture_runs):
         if target == "tmpfs" and ("ext3", w, tool, test) in want
     }
     assert set(ours) == expected
+    rates = {k: g["ops_per_s"].to_list() for k, g in measured(fixture_runs).group_by(*KEY)}
     for (w, tool, test), r in ours.items():
-        ratio = want[("tmpfs", w, tool, test)]["ops_per_s"] / want[("ext3", w, tool, test)]["ops_per_s"]
+        ratio = nc.hl_ratio(rates[("tmpfs", w, tool, test)], rates[("ext3", w, tool, test)])
         assert r["ratio"] == pytest.approx(ratio, rel=1e-12)
         assert r["low"] <= r["ratio"] <= r["high"]
     published = {(r["working_set_label"], r["test"]): r["ratio"] for r in rows if r["source"] == "published"}
@@ -128,7 +129,7 @@ def test_table(run, fixture_runs):
     table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
     assert table.columns == [
         "target", "filesystem", "working_set", "working_set_label", "files", "tool", "step", "test", "reps",
-        "ops_per_s", "ci_low", "ci_high", "tmpfs_vs_ext3", "ratio_low", "ratio_high",
+        "ops_per_s", "ci_low", "ci_high", "ci_coverage", "tmpfs_vs_ext3", "ratio_low", "ratio_high",
         "cpu_pct", "memory_limit_mb", "swap_used_mb", "peak_mb", "loop_direct_io",
     ]
     assert table.height == len(medians(fixture_runs))
@@ -149,7 +150,7 @@ def test_summary(run, fixture_runs):
     assert [v["verdict"] for v in s["verdicts"]] == FX.EXPECTED
     assert s["verdict"] == s["verdicts"][0]
     for v in s["verdicts"]:
-        assert set(v) >= {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict"}
+        assert set(v) >= {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict", "direction", "size"}
         assert v["ours_low"] <= v["ours"] <= v["ours_high"]
         assert "\u201c" in v["claim"]  # quotes the original's words
     assert s["verdicts"][0]["original_ratio"] == pytest.approx(16163 / 325)
@@ -260,7 +261,7 @@ def test_worker_and_bonnie_paired_within_each_job(run, fixture_runs):
             assert r["low"] <= r["worker_over_bonnie"] <= r["high"]
     # the failed worker run (ext3 1.6, rep 2) leaves its job's bonnie++ rows unpaired
     assert peers.filter((pl.col("target") == "ext3") & (pl.col("working_set") == 1.6)
-                        & (pl.col("test") == "random_read"))["pairs"].to_list() == [2]
+                        & (pl.col("test") == "random_read"))["pairs"].to_list() == [FX.REPS - 1]
     # one tool first, the other second, as the job recorded
     for r in pairs.iter_rows(named=True):
         assert {r["worker_position"], r["bonnie_position"]} == {1, 2}

@@ -119,14 +119,3 @@ def test_bad_arguments():
         bootstrap_ci([1.0, 2.0], level=1.5)
     with pytest.raises(ValueError):
         bootstrap_ratio_ci([1.0], [0.0, 1.0])
-
-
-def test_verdict_needs_an_interval_with_width():
-    from boatload.verdict import decide
-
-    assert decide(1.57, 1.04, 1.26) == "reproduced"
-    assert decide(1.57, 0.61, 0.9) == "not"
-    assert decide(1.57, 0.9, 1.1) == "partly"
-    # One run per side: the interval is a point, whatever side of 1 it is on.
-    assert decide(1.57, 1.001, 1.001) == "too few runs"
-    assert decide(1.57, None, None) == "not tested"

@@ -20,10 +20,13 @@ import argparse
 import csv
 import json
 import math
+import string
 from pathlib import Path
 
 from boatload.results import write_atomic
-from boatload.studies import forest, registry
+from boatload.studies import registry
+from boatload.intervals import simulated_coverage
+from boatload.verdict import WITH_INTERVAL
 
 __all__ = ["CRIMES", "build_audit", "geomean", "main", "write_audit"]
 
@@ -56,19 +59,9 @@ PLATFORM_FIELDS = {"host": "the host", "cpu_model": "its CPU model", "cpus": "CP
                    "config": "the configuration", "scale": "its scale",
                    "worker": "the worker's version, compiler, flags and hash", "targets": "the targets"}
 
-WITH_INTERVAL = ("reproduced", "partly", "not")
-
 # what each peer tool stands for
 PEER_ROLE = {"fio": "fio in the place of the original's vdbench", "bonnie++": "bonnie++, the original's own tool"}
 
-# The tidy tables' absolute rate columns, per study, and their units.
-ABSOLUTE = {
-    "forest": ("files_per_s", "files/s"),
-    "degradation": ("mb_per_s", "MB/s"),
-    "journal": ("ops_per_s", "operations/s"),
-    "filecount": ("iops", "IOPS"),
-    "tmpfs": ("ops_per_s", "files/s"),
-}
 
 
 def geomean(values) -> float | None:
@@ -128,11 +121,27 @@ def _runs(n: int) -> str:
 
 
 def _runs_of(v: dict) -> int | None:
-    """How many runs a verdict's ratio rests on, per side."""
+    """How many runs a verdict's ratio rests on, per side (the fewer side)."""
+    sides = v.get("runs_per_side")
+    if isinstance(sides, list) and sides:
+        return min(sides)
     for key in ("runs", "reps"):
         if isinstance(v.get(key), int):
             return v[key]
     return None
+
+
+def _coverage(verdicts: list[dict], level: float) -> list[dict]:
+    """The interval's coverage, simulated at each pair of run counts the claims
+    rest on (2,000 lognormal draws with a known ratio, as tests/test_intervals.py)."""
+    pairs = sorted({tuple(v["runs_per_side"]) for v in verdicts
+                    if isinstance(v.get("runs_per_side"), list) and v.get("ours_low") is not None})
+    out = []
+    for m, n in pairs:
+        got = simulated_coverage(m, n, level)
+        if got is not None:
+            out.append({"runs_per_side": [m, n], "coverage": got, "draws": 2000})
+    return out
 
 
 def _peers(results: Path, studies: list[str]) -> list[dict]:
@@ -159,30 +168,56 @@ def _get(doc: dict, *keys):
     return doc
 
 
+def _value(summary: dict, where) -> float | None:
+    """A scale quantity: a number, or the value at a path of keys in a summary
+    (a list there counts by its largest value)."""
+    if isinstance(where, (int, float)):
+        return float(where)
+    v = _get(summary, *where)
+    if isinstance(v, list):
+        v = max((x for x in v if isinstance(x, (int, float))), default=None)
+    return v if isinstance(v, (int, float)) else None
+
+
 def _scale(summaries: dict) -> list[dict]:
-    """Ours against the original's scale, per study, from the summaries."""
+    """Ours against the original's scale, per study, as each study's record names the quantities."""
     rows = []
-
-    def add(study, quantity, ours, original, unit=""):
-        if study in summaries and isinstance(ours, (int, float)) and isinstance(original, (int, float)) and ours > 0:
-            rows.append({"study": study, "quantity": quantity, "ours": ours, "original": original,
-                         "unit": unit, "factor": original / ours})
-
-    g = lambda study, *keys: _get(summaries.get(study, {}), *keys)  # noqa: E731
-    add("forest", "files per run", g("forest", "counts", "files_planned"), forest.ORIGINAL_FILES)
-    add("degradation", "extra files per stage", g("degradation", "setup", "extra_files_per_stage"),
-        g("degradation", "original", "extra_files_per_stage"))
-    add("degradation", "big file", g("degradation", "setup", "file_bytes"), g("degradation", "original", "file_bytes"),
-        "bytes")
-    add("journal", "files", g("journal", "counts", "files"), g("journal", "original", "files"))
-    add("filecount", "file size", g("filecount", "setup", "file_size_mb"), g("filecount", "original", "file_size_mb"),
-        "MB")
-    add("filecount", "threads", g("filecount", "setup", "threads"), g("filecount", "original", "threads"))
-    limits = [m for m in g("tmpfs", "memory_limit_mb") or [] if m]
-    ram = g("tmpfs", "original", "ram_gb")
-    if limits and ram:
-        add("tmpfs", "memory", max(limits), ram * 1024, "MiB")
+    for study, summary in summaries.items():
+        original = registry()[study].original
+        for gap in original.scale if original else ():
+            ours, theirs = _value(summary, gap.ours), _value(summary, gap.original)
+            if ours and ours > 0 and theirs is not None:
+                theirs *= gap.original_scale
+                rows.append({"study": study, "quantity": gap.quantity, "ours": ours, "original": theirs,
+                             "unit": gap.unit, "factor": theirs / ours})
     return rows
+
+
+class _SummaryFields(string.Formatter):
+    """Fills a record's phrase from a summary; a list reads "a, b and c"."""
+
+    def format_field(self, value, format_spec):
+        return _and([str(v) for v in value]) if isinstance(value, list) else super().format_field(value, format_spec)
+
+
+def _originals(summaries: dict) -> dict:
+    """Per study, its original's citation key and the machine it ran on (the record's phrase, filled)."""
+    out = {}
+    for study, summary in summaries.items():
+        original = registry()[study].original
+        if original is None:
+            continue
+        try:
+            hardware = _SummaryFields().format(original.hardware, **summary)
+        except (KeyError, IndexError, TypeError):
+            hardware = None  # the summary lacks a field the phrase names: say nothing rather than guess
+        out[study] = {"citation": original.citation, "hardware": hardware}
+    return out
+
+
+def _rate(study: str) -> tuple[str, str] | None:
+    original = registry()[study].original
+    return original.rate if original else None
 
 
 def _memory(prov: dict, summaries: dict) -> dict:
@@ -275,8 +310,8 @@ def build_audit(results: Path) -> dict:
     cond = _conditions(prov)
     virt = prov.get("virtualization", "not recorded")
     rows = {s: len(tables[s]) for s in studies}
-    absolute = {s: sum(1 for r in tables[s] if _num(r.get(ABSOLUTE[s][0])) is not None)
-                for s in studies if s in ABSOLUTE}
+    rate = {s: _rate(s) for s in studies if _rate(s)}
+    absolute = {s: sum(1 for r in tables[s] if _num(r.get(rate[s][0])) is not None) for s in rate}
     platform_missing = [f for f in PLATFORM_FIELDS if prov.get(f) in (None, "", [], {})]
     not_measured = sum(len(summaries[s].get("not_measured") or []) for s in studies)
     unmapped = len(summaries.get("forest", {}).get("original", {}).get("unmapped") or [])
@@ -288,17 +323,21 @@ def build_audit(results: Path) -> dict:
         cat, name = next((c, n) for i, c, n in CRIMES if i == cid)
         return {"id": cid, "category": cat, "crime": name, "status": status, "how": how}
 
-    ci_text = (f"{len(with_ci)} of the {n_claims} claims carry a {_pct(level)} percentile-bootstrap interval "
-               f"({_and([f'{r:,}' for r in resamples])} resamples) of their ratio")
+    coverage = _coverage([v for _, v in verdicts], level)
+    ci_text = (f"{len(with_ci)} of the {n_claims} claims rest on an exact distribution-free {_pct(level)} interval "
+               "of their ratio (the Hodges-Lehmann shift of log rates with Mann-Whitney bounds)")
     if runs_ci:
         lo, hi = min(runs_ci), max(runs_ci)
         ci_text += f" over {_runs(lo)} per side" if lo == hi else f" over {lo} to {hi} runs per side"
-        if lo == 1:
-            ci_text += " (a point measured once is resampled over its intervals)"
-    ci_text += "; the verdict asks only whether that interval lies on one side of 1."
+    if coverage:
+        cov = [c["coverage"] for c in coverage]
+        ci_text += (f"; on lognormal samples with a known ratio at those run counts it held the truth in "
+                    + (f"{cov[0]:.1%}" if len(cov) == 1 else f"{min(cov):.1%} to {max(cov):.1%}")
+                    + " of 2,000 draws")
+    ci_text += "; the verdict asks for the original's direction and its size within a stated band."
     if too_few:
-        ci_text += (f" {too_few} claims rest on one run per side and are marked \"too few runs\" "
-                    "rather than given a verdict.")
+        ci_text += (f" {too_few} claims rest on runs too few for any interval at that level and are marked "
+                    "\"too few runs\" rather than given a narrower one.")
     if reps:
         ci_text += (f" Every table row states its runs ({_runs(min(reps))} each)." if min(reps) == max(reps)
                     else f" Every table row states its runs (from {min(reps)} to {max(reps)}).")
@@ -316,7 +355,7 @@ def build_audit(results: Path) -> dict:
     crimes = [
         crime("A1", "avoided",
               f"Every claim of the originals that maps onto a measurement is tested, whichever way it comes out: "
-              f"{n_claims} claims, {counts_text}. A \"not\" is reported as prominently as a \"reproduced\"."),
+              f"{n_claims} claims, {counts_text}. A \"contradicted\" is reported as prominently as a \"reproduced\"."),
         crime("A2", "avoided" if not (unmapped or missing_orig) else "stated",
               f"All {len(studies)} studies are rerun with every operation the originals measured."
               + (f" {unmapped} published forest rows (the state-file variants) and {missing_orig} journal point"
@@ -383,16 +422,17 @@ def build_audit(results: Path) -> dict:
               + _and([f"{rows[s]} rows for {s}" for s in studies]) + "."),
         crime("E3", "avoided",
               "Each table gives the absolute rates beside the ratios, with their intervals: "
-              + _and([f"{absolute[s]} {ABSOLUTE[s][1]} rows for {s}" for s in absolute]) + "."),
+              + _and([f"{absolute[s]} {rate[s][1]} rows for {s}" for s in absolute]) + "."),
     ]
 
     return {
         "studies": studies,
         "questions": {s: registry()[s].question for s in studies},
+        "originals": _originals(summaries),
         "level": level,
         "n_resamples": resamples,
         "stat": stats,
-        "claims": {"total": n_claims, "by_verdict": by_verdict, "with_interval": len(with_ci),
+        "claims": {"total": n_claims, "by_verdict": by_verdict, "with_interval": len(with_ci), "coverage": coverage,
                    "runs_per_side_min": min(runs_ci) if runs_ci else None,
                    "runs_per_side_max": max(runs_ci) if runs_ci else None},
         "reps_min": min(reps) if reps else None,

@@ -30,8 +30,12 @@ __all__ = ["build_blog", "build_page", "column_label", "fmt_number", "fmt_value"
 
 VERDICT_COLOURS = {
     "reproduced": "#1b7837",
-    "partly": "#b35806",
-    "not": "#b2182b",
+    "equivalent": "#1b7837",
+    "same direction, smaller effect": "#5aae61",
+    "same direction, larger effect": "#5aae61",
+    "inconclusive": "#b35806",
+    "contradicted": "#b2182b",
+    "not equivalent": "#b2182b",
 }
 
 CSS = """
@@ -150,13 +154,16 @@ def _verdicts(summary: dict) -> str:
         else:
             ours_text = f"{_ratio(ours)} ({_ratio(v.get('ours_low'))}–{_ratio(v.get('ours_high'))})"
         verdict = v.get("verdict") or "–"
-        colour = VERDICT_COLOURS.get(verdict)
+        if v.get("runs_to_settle") is not None:
+            verdict += f" ({v['runs_to_settle']} runs per side to settle)"
+        colour = VERDICT_COLOURS.get(v.get("verdict"))
         style = f' style="color: {colour}"' if colour else ""
         rows.append(
             "<tr>"
             f"<td>{_esc(v.get('claim'))}</td>"
             f'<td class="num">{_esc(_ratio(v.get("original_ratio")))}</td>'
             f'<td class="num">{_esc(ours_text)}</td>'
+            f"<td>{_esc(v.get('direction') or '–')}</td><td>{_esc(v.get('size') or '–')}</td>"
             f'<td class="verdict"{style}>{_esc(verdict)}</td>'
             "</tr>"
         )
@@ -164,7 +171,8 @@ def _verdicts(summary: dict) -> str:
         return "<p>This study states no claims with a verdict.</p>"
     level = summary.get("level")
     ci = f"{round(float(level) * 100)}% CI" if level is not None else "CI"
-    head = f"<tr><th>claim</th><th>original</th><th>ours ({_esc(ci)})</th><th>verdict</th></tr>"
+    head = (f"<tr><th>claim</th><th>original</th><th>ours ({_esc(ci)})</th><th>direction</th><th>size</th>"
+            "<th>verdict</th></tr>")
     rule = summary.get("verdict_rule")
     note = f"<p>{_esc(rule)}</p>" if rule else ""
     return (f'<div class="scroll"><table class="verdicts"><thead>{head}</thead>'
@@ -194,6 +202,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "working_set_label": ("working set", ""), "test": ("test", ""), "tool": ("tool", ""),
     "tmpfs_vs_ext3": ("tmpfs ÷ ext3", ""), "cpu_pct": ("CPU", "%"), "swap_used_mb": ("swap used", "MiB"),
     "peak_mb": ("peak memory", "MiB"),
+    "ci_coverage": ("the interval's coverage", ""),
 }
 # A code whose readable twin is in the same table is left out (the CSV keeps both).
 TWINS = {"method": "method_label", "op": "op_label", "tool": "tool_label", "working_set": "working_set_label"}
@@ -239,7 +248,9 @@ def readable_table(header: list[str], body: list[list[str]], level: float | None
             continue
         nxt = header[i + 1] if i + 1 < len(header) else None
         if (h, nxt) in _INTERVALS:
-            plan.append((ci, "", [i, i + 1]))
+            # a point's band whose coverage the table states is not called a CI at the level
+            label = "interval" if h == "ci_low" and "ci_coverage" in index else ci
+            plan.append((label, "", [i, i + 1]))
             skip.add(i + 1)
             continue
         label, unit = column_label(h)

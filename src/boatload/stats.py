@@ -1,10 +1,13 @@
 """Percentile bootstrap confidence intervals, compiled with numba.
 
-Every study reports a statistic of a handful of repetitions (the median
-files/s of three runs, say) and ratios of such statistics between methods or
-file systems. With so few runs nothing is normal, so the intervals come from
-the percentile bootstrap: resample the runs with replacement, recompute the
-statistic, and take the central ``level`` share of the resampled statistics.
+For statistics of many values: the mean IOPS of one run's intervals, a
+worker-over-peer ratio over a point's jobs, the original's per-second lines.
+A median of a handful of runs and a ratio of two samples of runs take the
+exact intervals of :mod:`boatload.intervals` instead: the median of a
+resample of three runs is one of them, so a percentile bootstrap of it never
+leaves the sample's range and holds far less than its stated level.
+Resample with replacement, recompute the statistic, and take the central
+``level`` share of the resampled statistics.
 
 The resampling loop runs in numba (``@njit``); a fixed ``seed`` gives the same
 interval on every machine and every call.

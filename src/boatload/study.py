@@ -15,6 +15,37 @@ import polars as pl
 
 
 @dataclass(frozen=True)
+class ScaleGap:
+    """One quantity of a study's size, ours against the original's, as the
+    threats section's scale table gives it: each side a path of keys into the
+    study's summary (a list found there counts by its largest value) or, for
+    the original, a number."""
+
+    quantity: str
+    ours: tuple[str, ...]
+    original: tuple[str, ...] | float
+    unit: str = ""
+    #: the original's value is in units this many times ours (GB against MiB: 1024)
+    original_scale: float = 1.0
+
+
+@dataclass(frozen=True)
+class Original:
+    """What the paper says of a study's original, held here so that the audit,
+    the introduction and the threats section read it from the record."""
+
+    #: the key of the original in paper/references.yml
+    citation: str
+    #: the machine it ran on, a phrase ("a {original[memory]} virtual machine"):
+    #: {...} fields are filled from the study's summary, a list joined with "and"
+    hardware: str
+    #: the tidy table's absolute rate column and its unit
+    rate: tuple[str, str]
+    #: the size quantities of the scale gap
+    scale: tuple[ScaleGap, ...] = ()
+
+
+@dataclass(frozen=True)
 class Study:
     name: str
     #: the study's place in the paper and every listing (smaller first)
@@ -51,6 +82,8 @@ class Study:
     cache: dict | None = None
     #: settings per scale (ci, quick, full) that the config's entry may override
     defaults: dict = field(default_factory=dict)
+    #: the original as the paper describes it (citation, hardware, rate, scale gap)
+    original: Original | None = None
 
     @property
     def table_schema(self) -> dict:

@@ -89,12 +89,13 @@ for _study in ANALYSED:
             ],
         params:
             caption=registry()[_study].caption,
+            verdicts=VERDICT_PARAMS,
         localrule: True
         log:
             f"results/logs/notebook_{_study}.log",
         shell:
             "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
-            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results "
+            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results {params.verdicts} "
             "> {log:q} 2>&1"
 
 
@@ -115,6 +116,7 @@ for _study in ANALYSED if OTHER_HOSTS else []:
             summary=f"results/hosts/{{host}}/tables/{_study}-summary.json",
         params:
             out="results/hosts/{host}",
+            verdicts=VERDICT_PARAMS,
         wildcard_constraints:
             host="|".join(map(re.escape, OTHER_HOSTS)),
         localrule: True
@@ -122,5 +124,5 @@ for _study in ANALYSED if OTHER_HOSTS else []:
             f"results/logs/{{host}}/notebook_{_study}.log",
         shell:
             "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
-            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir {params.out:q} "
+            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir {params.out:q} {params.verdicts} "
             "> {log:q} 2>&1"

@@ -56,6 +56,8 @@ ANALYSED = [name for name in STUDIES if os.path.exists(f"notebooks/{name}.ipynb"
 
 # What counts as a disturbed timed phase; every job carries it, so a raw run says what it was held to.
 INTERFERENCE = {**INTERFERENCE_DEFAULTS, **config.get("interference", {})}
+# The verdict rule's settings, passed to every notebook (boatload.verdict.Rule's defaults otherwise).
+VERDICT_PARAMS = " ".join(f"-p {k} {v}" for k, v in sorted((config.get("verdicts") or {}).items()))
 
 # Nix puts the worker in the store and says where; otherwise we build it here.
 WORKER = os.environ.get("BOATLOAD_WORKER") or "native/build/boatload-worker"

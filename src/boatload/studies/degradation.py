@@ -80,7 +80,7 @@ from boatload.errors import ConfigError
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
 from boatload.creators import count_files
-from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import failure, run_worker
 
@@ -433,5 +433,14 @@ STUDY = Study(
     tools=tools,
     estimate_s=estimate_s,
     figures=("throughput", "ratios"),
+    original=Original(
+        citation="seed-degradation",
+        hardware="a {original[memory]} virtual machine",
+        rate=("mb_per_s", "MB/s"),
+        scale=(
+            ScaleGap("extra files per stage", ("setup", "extra_files_per_stage"), ("original", "extra_files_per_stage")),
+            ScaleGap("big file", ("setup", "file_bytes"), ("original", "file_bytes"), "bytes"),
+        ),
+    ),
     cache=CACHE,
 )

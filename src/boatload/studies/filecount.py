@@ -49,7 +49,7 @@ from boatload.errors import ConfigError
 from boatload.peers import fio
 from boatload.studies import adjacent
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, failure, phase, run_worker
 
@@ -423,5 +423,14 @@ STUDY = Study(
     estimate_s=estimate_s,
     measures_without_root=True,
     figures=("iops", "ratios"),
+    original=Original(
+        citation="seed-filecount",
+        hardware="{original[filesystem]} under {original[tool]}",
+        rate=("iops", "IOPS"),
+        scale=(
+            ScaleGap("file size", ("setup", "file_size_mb"), ("original", "file_size_mb"), "MB"),
+            ScaleGap("threads", ("setup", "threads"), ("original", "threads")),
+        ),
+    ),
     cache=CACHE,
 )

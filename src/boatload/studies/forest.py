@@ -9,7 +9,7 @@ import polars as pl
 from boatload import capacity, creators
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned
 from boatload.worker import failure, phase, run_worker
 
@@ -287,5 +287,11 @@ STUDY = Study(
     scratch_bytes=archive_bytes,
     measures_without_root=True,
     figures=("rates", "scale"),
+    original=Original(
+        citation="seed-forest",
+        hardware="a desktop with {original[filesystems]}",
+        rate=("files_per_s", "files/s"),
+        scale=(ScaleGap("files per run", ("counts", "files_planned"), float(ORIGINAL_FILES)),),
+    ),
     cache=CACHE,
 )

@@ -34,7 +34,7 @@ import polars as pl
 
 from boatload import capacity
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned
 from boatload.worker import WorkerError, failure, run_worker
 
@@ -227,5 +227,11 @@ STUDY = Study(
     tools=tools,
     estimate_s=estimate_s,
     figures=("phases", "ratios"),
+    original=Original(
+        citation="seed-journal",
+        hardware="{original[filesystem]} on a RAID array with its log on an SSD",
+        rate=("ops_per_s", "operations/s"),
+        scale=(ScaleGap("files", ("counts", "files"), ("original", "files")),),
+    ),
     cache=CACHE,
 )

@@ -89,7 +89,7 @@ from boatload.paths import scratch_dir
 from boatload.peers import bonnie
 from boatload.studies import adjacent
 from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, failure, run_worker
 
@@ -531,5 +531,11 @@ STUDY = Study(
     tools=tools,
     estimate_s=estimate_s,
     figures=("rates", "ratios"),
+    original=Original(
+        citation="seed-tmpfs",
+        hardware="a {original[ram_gb]} GB workstation with ext3 and bonnie++ {original[bonnie]}",
+        rate=("ops_per_s", "files/s"),
+        scale=(ScaleGap("memory", ("memory_limit_mb",), ("original", "ram_gb"), "MiB", original_scale=1024),),
+    ),
     cache=CACHE,
 )

@@ -1,0 +1,88 @@
+"""Do two runs give the same verdicts? Compares two results directories
+claim by claim.
+
+Reads every `tables/<study>-summary.json` in each directory, pairs the
+claims by study and claim text, and prints the claims whose verdict differs,
+then one line: how many claims agree, and how many pairs are in conflict (one
+run settles a direction or an equivalence the other settles the opposite way:
+reproduced or same direction against contradicted, equivalent against not
+equivalent). A claim only one run has counts as a difference.
+
+    uv run python bench/verdicts.py RESULTS_A RESULTS_B [--min-agree 27]
+
+Exit status 1 when fewer than --min-agree claims agree or any pair conflicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+SAME_WAY = {"reproduced", "same direction, smaller effect", "same direction, larger effect"}
+#: verdict pairs that settle a claim in opposite ways
+OPPOSITE = [(SAME_WAY, {"contradicted"}), ({"equivalent"}, {"not equivalent"})]
+
+
+def claims(results: Path) -> dict[tuple[str, str], dict]:
+    """(study, claim) -> the claim's verdict entry, from a results directory."""
+    out = {}
+    for path in sorted((Path(results) / "tables").glob("*-summary.json")):
+        study = path.name.removesuffix("-summary.json")
+        for v in json.loads(path.read_text()).get("verdicts") or []:
+            out[(study, v["claim"])] = v
+    if not out:
+        raise SystemExit(f"{results}: no claims (no tables/<study>-summary.json with verdicts)")
+    return out
+
+
+def conflict(a: str | None, b: str | None) -> bool:
+    return any((a in x and b in y) or (b in x and a in y) for x, y in OPPOSITE)
+
+
+def compare(a: dict, b: dict) -> dict:
+    """Every claim of either run with both verdicts; the counts of agreement and conflict."""
+    rows = []
+    for key in sorted(set(a) | set(b)):
+        va, vb = (a.get(key) or {}).get("verdict"), (b.get(key) or {}).get("verdict")
+        rows.append({"study": key[0], "claim": key[1], "a": va, "b": vb, "agree": va == vb,
+                     "conflict": conflict(va, vb),
+                     "ours_a": (a.get(key) or {}).get("ours"), "ours_b": (b.get(key) or {}).get("ours")})
+    return {"claims": len(rows), "agree": sum(r["agree"] for r in rows),
+            "conflicts": sum(r["conflict"] for r in rows), "rows": rows}
+
+
+def _ratio(x) -> str:
+    return "–" if x is None else f"{x:.3g}"
+
+
+def report(result: dict) -> str:
+    lines = []
+    for r in result["rows"]:
+        if r["agree"]:
+            continue
+        mark = "CONFLICT " if r["conflict"] else ""
+        lines.append(f"{mark}{r['study']}: {r['claim']}\n    A: {r['a'] or 'absent'} ({_ratio(r['ours_a'])})"
+                     f"\n    B: {r['b'] or 'absent'} ({_ratio(r['ours_b'])})")
+    lines.append(f"{result['agree']} of {result['claims']} claims agree; {result['conflicts']} in conflict")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("a", type=Path, help="a results directory")
+    parser.add_argument("b", type=Path, help="another results directory")
+    parser.add_argument("--min-agree", type=int, default=None, help="exit 1 when fewer claims agree")
+    args = parser.parse_args(argv)
+    for d in (args.a, args.b):
+        if not (d / "tables").is_dir():
+            parser.error(f"{d}: not a results directory (no tables/)")
+    result = compare(claims(args.a), claims(args.b))
+    print(report(result))
+    too_few = args.min_agree is not None and result["agree"] < args.min_agree
+    return 1 if too_few or result["conflicts"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

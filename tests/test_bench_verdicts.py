@@ -1,0 +1,71 @@
+"""bench/verdicts.py on two results directories of the journal notebook: the
+fixture as it is, and the same runs with two targets' create rates changed,
+so that two claims change verdict (one of them to the opposite direction)."""
+
+from __future__ import annotations
+
+import sys
+
+import polars as pl
+import pytest
+
+from conftest import ROOT
+from notebook_checks import load_fixtures
+
+sys.path.insert(0, str(ROOT / "bench"))
+import verdicts as bv  # noqa: E402
+
+FX = load_fixtures("journal")
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    a = FX.run_notebook(tmp_path_factory.mktemp("run-a"), ROOT)
+    runs = pl.read_parquet(a["journal"])
+    create = pl.col("phase") == "sequential_create"
+    changed = runs.with_columns(
+        # ext4's external log: 0.875x of the internal one becomes 1.14x (same direction, smaller effect);
+        # XFS's: 1.5x becomes 0.75x (contradicted)
+        pl.when(create & (pl.col("target") == "ext4-journal-external")).then(pl.col("ops_per_s") * 1.3)
+        .when(create & (pl.col("target") == "xfs-log-external")).then(pl.col("ops_per_s") * 0.5)
+        .otherwise(pl.col("ops_per_s")).alias("ops_per_s")
+    )
+    work = tmp_path_factory.mktemp("run-b")
+    data = work / "changed.parquet"
+    changed.write_parquet(data)
+    b = FX.run_notebook(work, ROOT, data=data)
+    return a["results"], b["results"]
+
+
+def test_the_same_results_agree_on_every_claim(two_runs, capsys):
+    a, _ = two_runs
+    result = bv.compare(bv.claims(a), bv.claims(a))
+    assert result["agree"] == result["claims"] == len(FX.EXPECTED) and result["conflicts"] == 0
+    assert bv.main([str(a), str(a), "--min-agree", str(len(FX.EXPECTED))]) == 0
+    assert f"{len(FX.EXPECTED)} of {len(FX.EXPECTED)} claims agree; 0 in conflict" in capsys.readouterr().out
+
+
+def test_changed_runs_show_each_changed_claim(two_runs, capsys):
+    a, b = two_runs
+    result = bv.compare(bv.claims(a), bv.claims(b))
+    differ = {(r["claim"].split(",")[-1].strip(), r["a"], r["b"], r["conflict"]) for r in result["rows"] if not r["agree"]}
+    assert differ == {
+        ("ext4", "contradicted", "same direction, smaller effect", True),
+        ("XFS", "same direction, smaller effect", "contradicted", True),
+    }
+    assert result["agree"] == result["claims"] - 2 and result["conflicts"] == 2
+    assert bv.main([str(a), str(b)]) == 1  # a conflict fails whatever the count
+    out = capsys.readouterr().out
+    assert out.count("CONFLICT journal: An external log on a fast device") == 2
+    assert f"{result['claims'] - 2} of {result['claims']} claims agree; 2 in conflict" in out
+
+
+def test_a_claim_only_one_run_has_is_a_difference(two_runs, tmp_path):
+    a, _ = two_runs
+    one = bv.claims(a)
+    fewer = dict(list(one.items())[1:])
+    result = bv.compare(one, fewer)
+    assert result["agree"] == len(one) - 1 and result["conflicts"] == 0
+    assert [r["b"] for r in result["rows"] if not r["agree"]] == [None]
+    with pytest.raises(SystemExit):
+        bv.main([str(tmp_path), str(a)])  # not a results directory: argparse's one-line error

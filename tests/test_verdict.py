@@ -1,0 +1,78 @@
+"""The verdict rule of boatload.verdict: direction and size, no difference,
+too few runs, on real samples through the interval of boatload.intervals."""
+
+from __future__ import annotations
+
+import pytest
+
+from boatload.verdict import VERDICTS, Rule, claim, decide, decide_equivalence, no_difference
+
+RULE = Rule()
+
+
+def test_direction_and_size_against_the_band():
+    # the original saw 10x; the band x/÷ 2 is 5x to 20x
+    assert decide(10.0, 6.0, 8.0, 2.0) == ("reproduced", "same", "similar")
+    assert decide(10.0, 1.2, 1.5, 2.0) == ("same direction, smaller effect", "same", "smaller")
+    assert decide(10.0, 25.0, 40.0, 2.0) == ("same direction, larger effect", "same", "larger")
+    assert decide(10.0, 0.9, 1.3, 2.0) == ("inconclusive", "unsettled", None)
+    assert decide(10.0, 0.5, 0.8, 2.0) == ("contradicted", "opposite", None)
+    # an original below 1 (a fall): nearer to 1 is the smaller effect
+    assert decide(0.1, 0.6, 0.8, 2.0)[0] == "same direction, smaller effect"
+    assert decide(0.1, 0.01, 0.03, 2.0)[0] == "same direction, larger effect"
+    assert decide(0.1, 1.1, 1.2, 2.0)[0] == "contradicted"
+    # a wider band takes in what a narrower one called smaller
+    assert decide(10.0, 1.2, 1.5, 8.0)[0] == "reproduced"
+    with pytest.raises(ValueError):
+        decide(1.0, 0.9, 1.1, 2.0)
+
+
+def test_equivalence_within_the_margin():
+    assert decide_equivalence(0.95, 1.05, 1.1) == ("equivalent", "within margin")
+    assert decide_equivalence(1.15, 1.3, 1.1) == ("not equivalent", "beyond margin")
+    assert decide_equivalence(0.97, 1.2, 1.1) == ("inconclusive", None)
+
+
+def test_claims_from_runs():
+    base = [100.0, 102.0, 98.0, 101.0, 99.0]
+    faster = [150.0, 153.0, 147.0, 151.0, 149.0]
+    c = claim("faster", 1.6, faster, base, RULE)
+    assert c["verdict"] == "reproduced" and c["direction"] == "same" and c["size"] == "similar"
+    assert c["ours_low"] < c["ours"] < c["ours_high"] and c["runs_per_side"] == [5, 5]
+    assert c["band"] == [pytest.approx(0.8), pytest.approx(3.2)]
+    # three runs per side: no 95 % interval exists, so no verdict, but the runs it would take
+    few = claim("faster", 1.6, faster[:3], base[:3], RULE)
+    assert few["verdict"] == "too few runs" and few["ours_low"] is None and few["runs_to_settle"] >= 4
+    # a small effect in noisy runs: inconclusive, with the runs that would settle it
+    noisy = claim("faster", 1.6, [104.0, 96.0, 110.0, 99.0, 101.0], [100.0, 95.0, 107.0, 97.0, 102.0], RULE)
+    assert noisy["verdict"] == "inconclusive" and noisy["runs_to_settle"] > 5
+    assert claim("faster", 1.6, None, base, RULE)["verdict"] == "not tested"
+    for c in (c, few, noisy):
+        assert c["verdict"] in VERDICTS
+
+
+def test_claims_of_no_difference_from_runs():
+    base = [100.0, 102.0, 98.0, 101.0, 99.0]
+    same = [101.0, 99.5, 100.5, 98.5, 100.0]
+    c = no_difference("the same", 0.98, same, base, RULE)
+    assert c["verdict"] == "equivalent" and c["margin"] == [pytest.approx(1 / 1.1), pytest.approx(1.1)]
+    assert c["level"] == pytest.approx(0.90)  # two one-sided tests at 5 % each
+    apart = no_difference("the same", 0.98, [130.0, 131.0, 129.0, 132.0, 128.0], base, RULE)
+    assert apart["verdict"] == "not equivalent"
+    # a tighter margin cannot be shown with these runs
+    tight = no_difference("the same", 0.98, same, base, Rule(equivalence_margin=1.005))
+    assert tight["verdict"] in ("inconclusive", "not equivalent")
+    # three runs per side reach 90 %: enough for the two one-sided tests
+    assert no_difference("the same", 0.98, same[:3], base[:3], RULE)["verdict"] != "too few runs"
+
+
+@pytest.mark.parametrize(("field", "value"), [("band_factor", 1.0), ("equivalence_margin", 0.9)])
+def test_bad_settings_are_named(field, value):
+    with pytest.raises(ValueError, match=f"verdicts.{field}"):
+        Rule(**{field: value})
+
+
+def test_the_rule_states_its_settings():
+    text = Rule(band_factor=3, equivalence_margin=1.2).text()
+    assert "×/÷ 3" in text and "×/÷ 1.2" in text and "95 %" in text and "90 %" in text
+    assert "4 per side" in text
