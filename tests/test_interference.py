@@ -1,7 +1,9 @@
 """The interference record: real worker phases, a real CPU hog beside them, real redos."""
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -16,17 +18,20 @@ from boatload.tidy import run_columns
 
 # One measurement job in a process of its own (so that a hog started by the
 # test is another process, not part of the run): a tmpfs target (a plain
-# directory without root), 0.6 s of random I/O by the worker on 2 threads.
+# directory without root), random I/O by the worker on the job's `threads`
+# for its `duration`. It says "measuring" as each attempt starts.
 JOB_SCRIPT = textwrap.dedent("""
     import json, sys
     from boatload.runner import run_job
     from boatload.worker import run_worker
 
     def measure(provisioned, job):
+        print("measuring", file=sys.stderr, flush=True)
         d = provisioned.path / "io"
         d.mkdir()
-        doc = run_worker("randio", ["--dir", str(d), "--files", "2", "--file-size", "2M", "--threads", "2",
-                                    "--xfer", "4096", "--read-pct", "70", "--duration", "0.6"])
+        doc = run_worker("randio", ["--dir", str(d), "--files", "2", "--file-size", "2M",
+                                    "--threads", str(job["threads"]), "--xfer", "4096", "--read-pct", "70",
+                                    "--duration", str(job["duration"])])
         return {"status": doc["status"], "reason": None, "worker_result": doc}
 
     job = json.loads(sys.argv[1])
@@ -34,75 +39,153 @@ JOB_SCRIPT = textwrap.dedent("""
 """)
 
 
-def job(**interference_settings) -> dict:
+def job(threads: int = 2, duration: float = 0.6, **interference_settings) -> dict:
     return {"target": {"name": "tmpfs", "kind": "tmpfs", "fs": "tmpfs", "size_mb": 64}, "point": "p", "rep": 1,
-            "interference": {"max_other_cpu": 0.05, "redo": 2, **interference_settings}}
+            "threads": threads, "duration": duration, "interference": {"redo": 2, **interference_settings}}
 
 
-def start_job(tmp_path: Path, worker: Path, job: dict) -> subprocess.Popen:
+def start_job(tmp_path: Path, worker: Path, job: dict, cpus: str | None = None) -> subprocess.Popen:
     env = {**os.environ, "BOATLOAD_WORKER": str(worker), "BOATLOAD_SCRATCH": str(tmp_path / "scratch")}
-    return subprocess.Popen([sys.executable, "-c", JOB_SCRIPT, json.dumps(job)], env=env,
+    pin = ["taskset", "-c", cpus] if cpus else []
+    return subprocess.Popen([*pin, sys.executable, "-c", JOB_SCRIPT, json.dumps(job)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def start_hog(tmp_path: Path) -> subprocess.Popen:
-    """A busy loop under a name of its own (comm comes from the executable's file name)."""
+def start_hog(tmp_path: Path, core: int | None = None, seconds: float | None = None) -> subprocess.Popen:
+    """A busy loop under a name of its own (comm comes from the executable's file name),
+    pinned to `core` if given, for `seconds` if given, in a session of its own (a load of its own)."""
     hog = tmp_path / "cpuhog"
     if not hog.exists():
         hog.symlink_to("/bin/sh")
-    return subprocess.Popen([str(hog), "-c", "while :; do :; done"])
+    timed = ["timeout", str(seconds)] if seconds else []
+    proc = subprocess.Popen([*timed, str(hog), "-c", "while :; do :; done"], start_new_session=True)
+    if core is not None:
+        os.sched_setaffinity(proc.pid, {core})  # timeout's child inherits it: set before it starts, or ...
+        time.sleep(0.05)
+        for child in _children(proc.pid):
+            os.sched_setaffinity(child, {core})  # ... here
+    return proc
 
 
-def test_a_hog_beside_the_worker_is_found_and_the_run_redone(tmp_path, worker):
-    hog = start_hog(tmp_path)
+def _children(pid: int) -> list[int]:
     try:
-        time.sleep(0.2)
-        proc = start_job(tmp_path, worker, job())
-        said = []
-        # The hog stops as soon as the run says it measures again: the redo is quiet.
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return [int(d) for d in os.listdir("/proc") if d.isdigit() and interference.parent(int(d)) == pid]
+
+
+def stop(*hogs: subprocess.Popen) -> None:
+    for hog in hogs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(hog.pid, signal.SIGKILL)  # its session's group: timeout and its child
+        hog.wait()
+
+
+def io_phase(records: list[dict]) -> dict:
+    return next(p for p in records if p["phase"] == "io")
+
+
+def hog_cpu(phase: dict) -> float:
+    """CPU of the hogs in a phase (a timed hog that ended counts at its `timeout`, which reaped it)."""
+    return sum(t["cpu_s"] + t["children_s"] for t in phase["top_others"] if t["comm"] in ("cpuhog", "timeout"))
+
+
+def finished(proc: subprocess.Popen) -> dict:
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    doc = json.loads(out)
+    doc["stderr"] = err
+    return doc
+
+
+def test_a_hog_on_both_cores_is_caught_by_the_run_delay_and_kept_as_constant(tmp_path, worker):
+    """A real CPU hog on every core, there before the run: the 2-thread
+    worker's threads wait (unshielded), the phase is disturbed, the load is
+    constant, and the run is kept, not measured again."""
+    hogs = [start_hog(tmp_path, core) for core in sorted(os.sched_getaffinity(0))[:2]]
+    try:
+        time.sleep(0.3)
+        doc = finished(start_job(tmp_path, worker, job(shield=False)))
+    finally:
+        stop(*hogs)
+    record = doc["interference"]
+    io = io_phase(record["phases"])
+    assert record["redone"] == [] and record["disturbed"] and record["disturbance"] == "constant", record["why"]
+    assert io["disturbed_by"] == ["cpu"] and io["disturbance"] == "constant"
+    # what the kernel recorded: the threads waited, and the hogs ran before and during the phase
+    assert io["run_delay_share"] > io["max_run_delay"] and io["threads"] >= 3  # main + 2 I/O threads
+    assert hog_cpu(io) >= 0.3 * io["seconds"]
+    assert any(t["comm"] == "cpuhog" for t in io["before"]["top_others"]) and io["before"]["seconds"] >= 0.5
+    assert "cpuhog" in record["why"] and "constant load" in record["why"]
+    assert "constant load, kept without measuring again" in doc["stderr"] and "measuring again on" not in doc["stderr"]
+    columns = run_columns(doc)
+    assert columns["disturbance"] == "constant" and columns["redone"] == 0
+    assert columns["run_delay_max"] == io["run_delay_share"]
+
+
+def test_a_burst_inside_a_phase_is_passing_and_the_redo_is_quiet_of_it(tmp_path, worker):
+    """A hog pair that starts in the middle of the first attempt's 2-s I/O
+    phase and stops after 0.8 s: the phase is disturbed by a passing load, the
+    run is measured again, and the hogs are not in the kept attempt."""
+    proc = start_job(tmp_path, worker, job(duration=2.0, shield=False))
+    hogs, said = [], []
+    try:
         for line in proc.stderr:
             said.append(line)
-            if "measuring again" in line:
-                hog.kill()
+            if line.startswith("measuring") and not hogs:
+                time.sleep(1.0)  # the I/O phase starts about 0.55 s after this line, after the window before it
+                hogs = [start_hog(tmp_path, core, seconds=0.8) for core in sorted(os.sched_getaffinity(0))[:2]]
         out, _ = proc.communicate(timeout=120)
     finally:
-        hog.kill()
-        hog.wait()
+        stop(*hogs)
     assert proc.returncode == 0, "".join(said)
-    doc = json.loads(out)
-    record = doc["interference"]
-    assert len(record["redone"]) == 1, record
-    first = record["redone"][0]
-    hogged = [p for p in first["interference"] if p["disturbed"]]
-    assert [p["phase"] for p in hogged] == ["io"]  # prepare lays files out: never disturbed
-    assert hogged[0]["top_others"][0]["comm"] == "cpuhog"
-    assert hogged[0]["cpu_s"]["other_processes"] >= 0.3 * hogged[0]["seconds"]
-    assert hogged[0]["competing_cores"] > 0.05
-    assert "cpuhog" in first["why"] and "cpuhog" in "".join(said)
-    # The kept attempt: quiet, on a fresh target, and its phases carry their records.
-    assert record["disturbed"] is False
-    io = [p for p in record["phases"] if p["phase"] == "io"]
-    assert len(io) == 1 and io[0]["competing_cores"] <= 0.05
-    assert all(p["comm"] != "cpuhog" for p in io[0]["top_others"])
-    worker_io = next(p for p in doc["result"]["worker_result"]["phases"] if p["name"] == "io")
-    assert worker_io["interference"] == io[0]
-    assert run_columns(doc)["redone"] == 1 and run_columns(doc)["disturbed"] is False
-
-
-def test_a_hog_that_stays_exhausts_the_redos_and_the_run_says_so(tmp_path, worker):
-    hog = start_hog(tmp_path)
-    try:
-        time.sleep(0.2)
-        proc = start_job(tmp_path, worker, job(redo=1))
-        out, err = proc.communicate(timeout=120)
-    finally:
-        hog.kill()
-        hog.wait()
-    assert proc.returncode == 0, err
     record = json.loads(out)["interference"]
-    assert len(record["redone"]) == 1 and record["disturbed"] is True
-    assert "cpuhog" in record["why"]
-    assert err.count("measuring again") == 1
+    assert len(record["redone"]) >= 1, record["why"]
+    first = io_phase(record["redone"][0]["interference"])
+    assert first["disturbed_by"] == ["cpu"] and first["disturbance"] == "passing"
+    # the hogs came with the phase: the load new to it, and not in the window before
+    assert hog_cpu({"top_others": first["new_others"]}) >= 0.1 and first["new_competing_cores"] > first["max_other_cpu"]
+    assert hog_cpu(first["before"]) == 0
+    assert "timeout" in record["redone"][0]["why"] and "passing" in record["redone"][0]["why"]
+    # the kept attempt: the burst is gone; whatever else the machine does is in its record
+    kept = io_phase(record["phases"])
+    assert hog_cpu({"top_others": kept["new_others"]}) == 0 and hog_cpu(kept) == 0 and hog_cpu(kept["before"]) == 0
+    assert kept["disturbed"] == (kept["run_delay_share"] > kept["max_run_delay"] and kept["competing_cpu_s"] >= 0.03)
+
+
+def test_a_one_thread_worker_beside_a_busy_other_core_is_not_flagged(tmp_path, worker):
+    """The run (shielded, as root) on the first core, a hog on the second: the
+    hog's CPU is recorded, the worker's thread hardly waited, nothing is flagged."""
+    first, second = sorted(os.sched_getaffinity(0))[:2]
+    hog = start_hog(tmp_path, second)
+    try:
+        time.sleep(0.3)
+        doc = finished(start_job(tmp_path, worker, job(threads=1), cpus=str(first)))
+    finally:
+        stop(hog)
+    record = doc["interference"]
+    io = io_phase(record["phases"])
+    assert hog_cpu(io) >= 0.5 * io["seconds"] and io["competing_cores"] >= 0.5  # others' CPU alone ...
+    assert io["run_delay_share"] < 0.05 and not io["disturbed"]  # ... disturbs nothing
+    assert record["redone"] == [] and not record["disturbed"], record["why"]
+    if os.geteuid() == 0:
+        assert record["shield"]["cpu_weight"] and record["shield"]["cgroup"]
+        assert not Path(record["shield"]["cgroup"]).exists()
+
+
+def test_a_two_thread_worker_beside_a_core_hog_is_flagged_by_its_run_delay(tmp_path, worker):
+    """Two worker threads and one hog on two cores, unshielded: three runnable
+    threads for two cores, so the worker's threads wait, and the record says so."""
+    hog = start_hog(tmp_path, sorted(os.sched_getaffinity(0))[1])
+    try:
+        time.sleep(0.3)
+        doc = finished(start_job(tmp_path, worker, job(redo=0, shield=False), cpus="0,1"))
+    finally:
+        stop(hog)
+    io = io_phase(doc["interference"]["phases"])
+    assert io["disturbed_by"] == ["cpu"] and doc["interference"]["disturbed"]
+    assert io["run_delay_share"] > io["max_run_delay"] and io["threads"] >= 3
+    assert hog_cpu(io) > 0
 
 
 def test_a_quiet_run_flags_nothing_and_accounts_for_the_machine(tmp_path, worker):
@@ -116,6 +199,9 @@ def test_a_quiet_run_flags_nothing_and_accounts_for_the_machine(tmp_path, worker
     assert set(phases) == {"prepare", "io"}
     io = phases["io"]
     assert io["measured"] and not phases["prepare"]["measured"]
+    # its threads (main and two I/O threads, alive until the end snapshot) hardly waited for a CPU
+    assert io["threads"] == 3 and 0 <= io["run_delay_share"] <= io["max_run_delay"]
+    assert io["disturbed_by"] == [] and io["disturbance"] is None and io["before"]["seconds"] >= 0.5
     # the worker's two threads are the measurement: most of the machine's CPU in the phase
     assert io["cpu_s"]["measurement"] >= 0.5 * io["cpu_s"]["machine_busy"] > 0
     assert io["run_queue"]["samples"] >= 2 and io["run_queue"]["mean"] is not None
