@@ -93,6 +93,11 @@ def summarise(case: str, code: str, workdir: Path, wall: float, log: str) -> dic
     docs = [json.loads(p.read_text()) for p in sorted((workdir / "data" / "runs").glob("*/*/**/rep*.json"))
             if "archive" not in p.parts]
     records = [d["interference"] for d in docs if d.get("interference")]
+    where = sorted(((p["run_delay_share"], f"{d['study']}/{d['job']['target']['name']}/{d['job']['point']} "
+                     f"{p['tool']} {p['phase']} ({p['threads']} threads, {p['seconds']:.2f} s)")
+                    for d in docs for p in (d.get("interference") or {}).get("phases", [])
+                    if p.get("measured", True) and p.get("run_delay_share") is not None and p["seconds"] >= 0.1),
+                   reverse=True)[:5]
     phases = [p for r in records for p in r["phases"] if p.get("measured", True)]
     timed = [p for p in phases if "run_delay_s" in p]
     seconds = sum(p["seconds"] for p in timed)
@@ -107,6 +112,7 @@ def summarise(case: str, code: str, workdir: Path, wall: float, log: str) -> dic
         "waiting_max": max((p["run_delay_share"] for p in timed if p["seconds"] >= 0.1), default=None),
         "shielded": sum(1 for r in records if (r.get("shield") or {}).get("cgroup")),
         "preflight": busy.group(0)[:160] if busy else None,
+        "most_waiting": [f"{100 * share:.0f}% {what}" for share, what in where],
     }
 
 

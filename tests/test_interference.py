@@ -261,3 +261,19 @@ def test_the_orchestrator_is_the_outermost_snakemake_above_the_run(tmp_path):
 @pytest.mark.parametrize("path", ["/dev/shm", "/proc"])
 def test_no_host_disk_under_memory_file_systems(path):
     assert interference.host_disk(Path(path)) is None
+
+
+def test_the_progress_line_counts_the_runs_kept_under_a_constant_load(tmp_path):
+    from boatload.config import load
+    from boatload.reproduce import Progress
+
+    config = load(Path(__file__).resolve().parents[1] / "config" / "ci.yaml")
+    config["host"] = "testhost"
+    progress = Progress(config, tmp_path)
+    runs = progress.pending[:3]
+    for run, kind in zip(runs, ("constant", None, "constant")):
+        raw = Path(run.raw(str(tmp_path / "data" / "runs" / "testhost")))
+        raw.parent.mkdir(parents=True, exist_ok=True)
+        raw.write_text(json.dumps({"interference": {"disturbance": kind}}))
+    line = progress.line()
+    assert line.startswith("progress: 3/") and line.endswith("; 2 kept disturbed by a constant load (not measured again)")

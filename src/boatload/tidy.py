@@ -76,8 +76,9 @@ def interference_note(frame: pl.DataFrame) -> str:
     recorded = frame.filter(pl.col("redone").is_not_null())
     redone = recorded.filter(pl.col("redone") > 0)
     worst = recorded["competing_cpu_max"].max()
-    waited = recorded["run_delay_max"].max()
-    constant = recorded.filter(pl.col("disturbance") == "constant").height
+    # tables made before the run delay was recorded have neither column
+    waited = recorded["run_delay_max"].max() if "run_delay_max" in recorded.columns else None
+    constant = recorded.filter(pl.col("disturbance") == "constant").height if "disturbance" in recorded.columns else 0
     return (f"{frame.height} runs, {recorded.height} with an interference record: {redone.height} measured again "
             f"after a passing load disturbed a timed phase ({int(recorded['redone'].sum())} disturbed attempts "
             f"kept on record), {int(recorded['disturbed'].fill_null(False).sum())} still disturbed ({constant} by a "
