@@ -3,6 +3,7 @@
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -51,27 +52,24 @@ def start_job(tmp_path: Path, worker: Path, job: dict, cpus: str | None = None) 
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def start_hog(tmp_path: Path, core: int | None = None, seconds: float | None = None) -> subprocess.Popen:
+def start_hog(tmp_path: Path, core: int | None = None, seconds: float | None = None,
+              realtime: bool = False) -> subprocess.Popen:
     """A busy loop under a name of its own (comm comes from the executable's file name),
-    pinned to `core` if given, for `seconds` if given, in a session of its own (a load of its own)."""
+    pinned to `core` if given, for `seconds` if given, at real-time priority 1 if
+    asked (the kernel keeps 5 % of the core for the others), in a session of its own."""
     hog = tmp_path / "cpuhog"
     if not hog.exists():
         hog.symlink_to("/bin/sh")
-    timed = ["timeout", str(seconds)] if seconds else []
-    proc = subprocess.Popen([*timed, str(hog), "-c", "while :; do :; done"], start_new_session=True)
-    if core is not None:
-        os.sched_setaffinity(proc.pid, {core})  # timeout's child inherits it: set before it starts, or ...
-        time.sleep(0.05)
-        for child in _children(proc.pid):
-            os.sched_setaffinity(child, {core})  # ... here
+    timed = ["timeout", str(seconds)] if seconds else []  # not pinned nor real-time: it must get to run
+    pinned = ["taskset", "-c", str(core)] if core is not None else []
+    rt = ["chrt", "-f", "1"] if realtime else []
+    proc = subprocess.Popen([*timed, *pinned, *rt, str(hog), "-c", "while :; do :; done"], start_new_session=True)
     return proc
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return [int(d) for d in os.listdir("/proc") if d.isdigit() and interference.parent(int(d)) == pid]
+def cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
 
 
 def stop(*hogs: subprocess.Popen) -> None:
@@ -114,8 +112,9 @@ def test_a_hog_on_both_cores_is_caught_by_the_run_delay_and_kept_as_constant(tmp
     assert io["disturbed_by"] == ["cpu"] and io["disturbance"] == "constant"
     # what the kernel recorded: the threads waited, and the hogs ran before and during the phase
     assert io["run_delay_share"] > io["max_run_delay"] and io["threads"] >= 3  # main + 2 I/O threads
-    assert hog_cpu(io) >= 0.3 * io["seconds"]
-    assert any(t["comm"] == "cpuhog" for t in io["before"]["top_others"]) and io["before"]["seconds"] >= 0.5
+    assert io["waited_for_others_s"] > io["max_run_delay"] * io["seconds"]
+    assert io["competing_cores"] >= 0.5
+    assert any(t["comm"] == "cpuhog" for t in io["before"]["top_others"]) and io["before"]["seconds"] >= 0.3
     assert "cpuhog" in record["why"] and "constant load" in record["why"]
     assert "constant load, kept without measuring again" in doc["stderr"] and "measuring again on" not in doc["stderr"]
     columns = run_columns(doc)
@@ -123,34 +122,41 @@ def test_a_hog_on_both_cores_is_caught_by_the_run_delay_and_kept_as_constant(tmp
     assert columns["run_delay_max"] == io["run_delay_share"]
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="the burst runs at a real-time priority (chrt), which needs root")
 def test_a_burst_inside_a_phase_is_passing_and_the_redo_is_quiet_of_it(tmp_path, worker):
-    """A hog pair that starts in the middle of the first attempt's 2-s I/O
-    phase and stops after 0.8 s: the phase is disturbed by a passing load, the
-    run is measured again, and the hogs are not in the kept attempt."""
-    proc = start_job(tmp_path, worker, job(duration=2.0, shield=False))
+    """A hog on one core that starts in the middle of the first attempt's 2-s
+    I/O phase and stops after 0.8 s: the phase is disturbed by a passing load,
+    the run is measured again, and the hog is not in the kept attempt.
+
+    The run is shielded (the default as root), so that the load other sessions
+    of a shared machine keep up (at the normal CPU weight) hardly delays it;
+    the burst runs at a real-time priority, above any CPU weight, and so takes
+    its core from the worker's two threads whatever else runs."""
+    proc = start_job(tmp_path, worker, job(duration=2.0))
     hogs, said = [], []
     try:
         for line in proc.stderr:
             said.append(line)
             if line.startswith("measuring") and not hogs:
-                time.sleep(1.0)  # the I/O phase starts about 0.55 s after this line, after the window before it
-                hogs = [start_hog(tmp_path, core, seconds=0.8) for core in sorted(os.sched_getaffinity(0))[:2]]
+                time.sleep(1.0)  # the I/O phase starts about 0.35 s after this line, after the window before it
+                hogs = [start_hog(tmp_path, sorted(os.sched_getaffinity(0))[-1], seconds=0.8, realtime=True)]
         out, _ = proc.communicate(timeout=120)
     finally:
         stop(*hogs)
     assert proc.returncode == 0, "".join(said)
     record = json.loads(out)["interference"]
-    assert len(record["redone"]) >= 1, record["why"]
+    assert len(record["redone"]) >= 1, (record["why"], [io_phase(record["phases"])[k] for k in ("new_others", "top_others", "seconds")], "".join(said))
     first = io_phase(record["redone"][0]["interference"])
     assert first["disturbed_by"] == ["cpu"] and first["disturbance"] == "passing"
-    # the hogs came with the phase: the load new to it, and not in the window before
-    assert hog_cpu({"top_others": first["new_others"]}) >= 0.1 and first["new_competing_cores"] > first["max_other_cpu"]
+    # the hog came with the phase: the load new to it, and not in the window before
+    assert hog_cpu({"top_others": first["new_others"]}) >= 0.3 and first["new_competing_cores"] > first["max_other_cpu"]
     assert hog_cpu(first["before"]) == 0
-    assert "timeout" in record["redone"][0]["why"] and "passing" in record["redone"][0]["why"]
+    assert re.search(r"\b(cpuhog|timeout) \d", record["redone"][0]["why"]) and "passing" in record["redone"][0]["why"]
     # the kept attempt: the burst is gone; whatever else the machine does is in its record
     kept = io_phase(record["phases"])
     assert hog_cpu({"top_others": kept["new_others"]}) == 0 and hog_cpu(kept) == 0 and hog_cpu(kept["before"]) == 0
-    assert kept["disturbed"] == (kept["run_delay_share"] > kept["max_run_delay"] and kept["competing_cpu_s"] >= 0.03)
+    assert kept["disturbed"] == (kept["waited_for_others_s"] > kept["max_run_delay"] * kept["seconds"]
+                                 and kept["competing_cpu_s"] >= 0.03)
 
 
 def test_a_one_thread_worker_beside_a_busy_other_core_is_not_flagged(tmp_path, worker):
@@ -160,13 +166,15 @@ def test_a_one_thread_worker_beside_a_busy_other_core_is_not_flagged(tmp_path, w
     hog = start_hog(tmp_path, second)
     try:
         time.sleep(0.3)
+        hog_before, started = cpu_ticks(hog.pid), time.monotonic()
         doc = finished(start_job(tmp_path, worker, job(threads=1), cpus=str(first)))
+        hog_share = (cpu_ticks(hog.pid) - hog_before) / os.sysconf("SC_CLK_TCK") / (time.monotonic() - started)
     finally:
         stop(hog)
     record = doc["interference"]
     io = io_phase(record["phases"])
-    assert hog_cpu(io) >= 0.5 * io["seconds"] and io["competing_cores"] >= 0.5  # others' CPU alone ...
-    assert io["run_delay_share"] < 0.05 and not io["disturbed"]  # ... disturbs nothing
+    assert hog_share >= 0.1 and io["competing_cores"] >= 0.5  # others' CPU (the hog's, on a core shared with others) ...
+    assert io["run_delay_share"] < io["max_run_delay"] and not io["disturbed"]  # ... disturbs nothing
     assert record["redone"] == [] and not record["disturbed"], record["why"]
     if os.geteuid() == 0:
         assert record["shield"]["cpu_weight"] and record["shield"]["cgroup"]
@@ -184,8 +192,8 @@ def test_a_two_thread_worker_beside_a_core_hog_is_flagged_by_its_run_delay(tmp_p
         stop(hog)
     io = io_phase(doc["interference"]["phases"])
     assert io["disturbed_by"] == ["cpu"] and doc["interference"]["disturbed"]
-    assert io["run_delay_share"] > io["max_run_delay"] and io["threads"] >= 3
-    assert hog_cpu(io) > 0
+    assert io["waited_for_others_s"] > io["max_run_delay"] * io["seconds"] and io["threads"] >= 3
+    assert io["competing_cores"] >= 0.5  # the hog's core (shared with others' load on a busy machine)
 
 
 def test_a_quiet_run_flags_nothing_and_accounts_for_the_machine(tmp_path, worker):
@@ -200,8 +208,8 @@ def test_a_quiet_run_flags_nothing_and_accounts_for_the_machine(tmp_path, worker
     io = phases["io"]
     assert io["measured"] and not phases["prepare"]["measured"]
     # its threads (main and two I/O threads, alive until the end snapshot) hardly waited for a CPU
-    assert io["threads"] == 3 and 0 <= io["run_delay_share"] <= io["max_run_delay"]
-    assert io["disturbed_by"] == [] and io["disturbance"] is None and io["before"]["seconds"] >= 0.5
+    assert io["threads"] == 3 and 0 <= io["waited_for_others_s"] <= io["max_run_delay"] * io["seconds"]
+    assert io["disturbed_by"] == [] and io["disturbance"] is None and io["before"]["seconds"] >= 0.3
     # the worker's two threads are the measurement: most of the machine's CPU in the phase
     assert io["cpu_s"]["measurement"] >= 0.5 * io["cpu_s"]["machine_busy"] > 0
     assert io["run_queue"]["samples"] >= 2 and io["run_queue"]["mean"] is not None

@@ -49,7 +49,7 @@ MB = 1e6
 # totals (/proc/pressure) cover what falls between samples. The meaning of
 # each: workflow/schemas/config.schema.yaml, `interference`.
 DEFAULTS = {"max_run_delay": 0.05, "max_others_io": 0.10, "max_other_cpu": 0.05, "redo": 2,
-            "run_queue_sample_s": 0.25, "before_s": 0.5, "wait_quiet_s": 0, "shield": True,
+            "run_queue_sample_s": 0.25, "before_s": 0.3, "wait_quiet_s": 0, "shield": True,
             "preflight_sample_s": 3.0}
 
 _active: contextvars.ContextVar[Monitor | None] = contextvars.ContextVar("boatload_monitor", default=None)
@@ -326,7 +326,8 @@ class Monitor:
         def delta(cls: str) -> float:
             return (after.ticks(end[cls]) - before.ticks(start[cls])) * TICK_S
 
-        waited, threads = waited_s(before.delays, after.delays, seen)
+        ran, waited, threads = waited_s(before.delays, after.delays, seen)
+        cores = len(os.sched_getaffinity(0))
 
         j0, j1 = before.jiffies, after.jiffies
         dj = {k: (j1[k] - j0[k]) * TICK_S for k in j0}
@@ -374,6 +375,8 @@ class Monitor:
             "run_delay_s": round(waited, 6),
             "run_delay_share": round(waited / seconds, 5) if seconds > 0 else None,
             "threads": threads,
+            "ran_s": round(ran, 6),  # the measured threads on a CPU, summed over threads
+            "cores": cores,
             "before": _window(window, before, me, self.orchestrator),
             "max_run_delay": self.settings["max_run_delay"],
             "max_others_io": self.settings["max_others_io"],
@@ -388,6 +391,7 @@ class Monitor:
         rec["new_others"] = [t for t in _top(before, after, start, end, n=len(after.procs))
                              if t["kind"] != "kernel_threads" and after.procs[t["pid"]].session in fresh][:3]
         rec["others_io_share"] = round(min(others_mb, host_mb) / host_mb, 4) if host_mb > 0 else None
+        rec["waited_for_others_s"] = round(disturbance.waited_for_others(rec), 6)
         rec["disturbed_by"] = disturbance.judge(rec, self.settings, self.disk_bound)
         rec["disturbed"] = bool(rec["disturbed_by"])
         rec["disturbance"] = disturbance.persistence(rec, rec["disturbed_by"], self.settings) if rec["disturbed"] else None

@@ -37,6 +37,7 @@ def conditions(docs: list[dict]) -> dict:
             "waiting_share": waited / timed_s if timed_s else None,
             "waiting_max": max((p["run_delay_s"] / p["seconds"] for p in timed if p["seconds"] >= 0.1), default=None),
             "max_run_delay": records[0]["settings"].get("max_run_delay") if records else None,
+            "before_s": records[0]["settings"].get("before_s") if records else None,
             "shielded_runs": sum(1 for r in records if (r.get("shield") or {}).get("cgroup")),
             "max_other_cpu": records[0]["settings"]["max_other_cpu"] if records else None,
             "ours_share": ours / seconds if seconds else None,

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 
-Delays = dict[tuple[int, int], int]  # (pid, tid) -> run delay in ns
+Delays = dict[tuple[int, int], tuple[int, int]]  # (pid, tid) -> (on-CPU ns, run delay ns)
 
 
 def run_delays(pids) -> Delays:
-    """The run delay of every thread of `pids` that is still there."""
+    """The CPU time and run delay of every thread of `pids` that is still there."""
     out: Delays = {}
     for pid in pids:
         try:
@@ -25,17 +25,19 @@ def run_delays(pids) -> Delays:
         for tid in tids:
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                    out[(pid, int(tid))] = int(f.read().split()[1])
+                    on_cpu, delay = f.read().split()[:2]
+                out[(pid, int(tid))] = (int(on_cpu), int(delay))
             except (OSError, IndexError, ValueError):
                 continue
     return out
 
 
-def waited_s(before: Delays, after: Delays, seen: Delays) -> tuple[float, int]:
-    """Seconds the threads waited for a CPU between `before` and `after`, summed
-    over the threads, and how many threads that was. A thread gone by the end
-    counts with the last value `seen` for it (the sampler's); one born inside
-    the phase counts from zero."""
+def waited_s(before: Delays, after: Delays, seen: Delays) -> tuple[float, float, int]:
+    """Seconds the threads ran and waited for a CPU between `before` and
+    `after`, each summed over the threads, and how many threads that was. A
+    thread gone by the end counts with the last value `seen` for it (the
+    sampler's); one born inside the phase counts from zero."""
     last = {**seen, **after}
-    total = sum(max(ns - before.get(key, 0), 0) for key, ns in last.items())
-    return total / 1e9, len(last)
+    ran = sum(max(v[0] - before.get(key, (0, 0))[0], 0) for key, v in last.items())
+    waited = sum(max(v[1] - before.get(key, (0, 0))[1], 0) for key, v in last.items())
+    return ran / 1e9, waited / 1e9, len(last)

@@ -28,7 +28,7 @@ from pathlib import Path
 from boatload.cgroups import MemoryLimitError, procs, read_int, words, write_cgroup
 from boatload.hostops import Teardown, mountinfo, plain_dir, read_sys, token
 from boatload.ledger import Ledger
-from boatload.memlimit import _remove_cgroup
+from boatload.memlimit import remove_cgroup
 from boatload.signals import deferred_signals
 
 V1_SHARES_MAX = 262144  # the kernel's MAX_SHARES; every other process has 1024 at nice 0
@@ -66,7 +66,7 @@ def _remove(path: Path) -> None:
     """Remove the shield's cgroup, killing what a dead child left in it, never this process."""
     if os.getpid() in procs(path):
         raise MemoryLimitError(f"shield: this process is still in {path}; left in place")
-    _remove_cgroup(path)
+    remove_cgroup(path)
 
 
 @contextmanager
