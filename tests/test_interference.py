@@ -187,13 +187,38 @@ def test_a_two_thread_worker_beside_a_core_hog_is_flagged_by_its_run_delay(tmp_p
     hog = start_hog(tmp_path, sorted(os.sched_getaffinity(0))[1])
     try:
         time.sleep(0.3)
-        doc = finished(start_job(tmp_path, worker, job(redo=0, shield=False), cpus="0,1"))
+        doc = finished(start_job(tmp_path, worker, job(redo=0, shield=False, wait_quiet_s=0.5), cpus="0,1"))
     finally:
         stop(hog)
     io = io_phase(doc["interference"]["phases"])
     assert io["disturbed_by"] == ["cpu"] and doc["interference"]["disturbed"]
     assert io["waited_for_others_s"] > io["max_run_delay"] * io["seconds"] and io["threads"] >= 3
     assert io["competing_cores"] >= 0.5  # the hog's core (shared with others' load on a busy machine)
+    # it waited for quiet first, as asked, and gave up at the limit with the hog (a core's worth) there
+    [wait] = doc["interference"]["quiet_waits"]
+    assert not wait["quiet"] and wait["waited_s"] >= 0.5 and wait["other_cores"] >= 0.5
+
+
+def test_others_writing_to_the_disk_under_a_disk_backed_target_disturb_it(tmp_path, worker):
+    """A writer outside the run (direct writes to a file beside the scratch
+    directory, in a loop) while the worker measures a plain directory on the
+    same disk: most of that disk's I/O in the phase is the others', and the
+    phase is disturbed by it."""
+    if interference.host_disk(tmp_path) is None:
+        pytest.skip(f"{tmp_path} is not on a block device")
+    writer = subprocess.Popen(["sh", "-c", f"while :; do dd if=/dev/zero of={tmp_path / 'others'} bs=1M count=64 "
+                               "oflag=direct status=none; done"], start_new_session=True)
+    try:
+        time.sleep(0.5)
+        spec = {"target": {"name": "dir", "kind": "dir", "fs": "dir"}, "point": "p", "rep": 1, "threads": 1,
+                "duration": 1.0, "interference": {"redo": 0, "shield": False}}
+        doc = finished(start_job(tmp_path, worker, spec))
+    finally:
+        stop(writer)
+    io = io_phase(doc["interference"]["phases"])
+    others = io["others_io_mb"]["read"] + io["others_io_mb"]["write"]
+    assert others >= 5 and io["others_io_share"] > io["max_others_io"], (others, io["disk"])
+    assert "io" in io["disturbed_by"] and "of the host disk's" in doc["interference"]["why"]
 
 
 def test_a_quiet_run_flags_nothing_and_accounts_for_the_machine(tmp_path, worker):
