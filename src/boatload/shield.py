@@ -12,6 +12,12 @@ No cpuset: pinning the measurement cannot keep the others off its cores
 without moving them (which the shield never does), and on a machine of 2
 cores it would take a core from a 2-thread worker. The record says so.
 
+On cgroup v1 (this project's test machines) the cpu hierarchy is apart from
+the memory one, so a worker moved into a memory limit stays shielded. On
+cgroup v2 a process is in one cgroup for every controller: a worker started
+in a memory limit (boatload.memlimit) leaves the shield's cgroup, and runs
+at the default weight; the v2 path is not exercised by the tests here.
+
 The cgroup is recorded in the ledger (kind "cgroup", named
 `boatload-<pid>-<rand>` as memlimit's are) before it is made, so
 `boatload cleanup` removes it after a SIGKILL; on every other exit the
