@@ -76,6 +76,13 @@ static void *thread_main(void *p)
     phase_publish_counts(t);
     t->t_end = now_ns();
     atomic_fetch_add(&run->done, 1);
+    /* Asleep until the end snapshot is taken: the monitor reads each
+     * thread's run delay (/proc/PID/task/TID/schedstat) then, and a thread
+     * that had exited would take its delay with it. */
+    pthread_mutex_lock(&run->lock);
+    while (!run->released)
+        pthread_cond_wait(&run->go_cond, &run->lock);
+    pthread_mutex_unlock(&run->lock);
     return NULL;
 }
 
@@ -355,11 +362,15 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
         uint64_t wait = next - now;
         sleep_ns(wait < poll_ns ? wait : poll_ns);
     }
-    for (unsigned i = 0; i < started; i++)
-        pthread_join(tids[i], NULL);
     cpu_times_now(&cpu1);
     if (!o->no_sync)
         phase_sync("end", o->name);
+    pthread_mutex_lock(&run.lock);
+    run.released = 1;
+    pthread_cond_broadcast(&run.go_cond);
+    pthread_mutex_unlock(&run.lock);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(tids[i], NULL);
 
     uint64_t t_end = t_start;
     for (unsigned i = 0; i < started; i++) {

@@ -124,6 +124,7 @@ struct phase_run {
     pthread_mutex_t lock;     /* guards error and the start gate */
     pthread_cond_t go_cond;
     int go;
+    int released; /* the end snapshot is taken: the threads may exit (go_cond) */
     struct phase_result *res;
     phase_worker_fn fn;
     void *arg;

@@ -13,13 +13,15 @@ kernel threads, interrupts and what no live process accounts for, and adds
 the I/O on the host's disk and the target's device, the dirty and write-back
 memory at the start, and the cache state.
 
-A phase is disturbed when the processes that compete with the measurement
-for CPU (other user processes and the orchestrator) used more than
-`max_other_cpu` of one core. This monitor is part of the run (it is the
-measuring apparatus, its CPU is recorded and bench/quiet.py counts it as
-ours); kernel threads and interrupts are recorded but do not count either:
-loop workers, journal threads, write-back and reclaim do the measured I/O
-on the measurement's behalf.
+Each record also has the measured threads' run delay (boatload.schedstat:
+the time they were runnable without a CPU, summed over the threads) and
+what other processes did in a window just before the phase (`before`, at
+least `before_s` long), from which boatload.disturbance judges whether the
+phase was disturbed and whether by a passing or a constant load. This
+monitor is part of the run (it is the measuring apparatus, its CPU is
+recorded and bench/quiet.py counts it as ours); kernel threads and
+interrupts are recorded but do not compete: loop workers, journal threads,
+write-back and reclaim do the measured I/O on the measurement's behalf.
 """
 
 from __future__ import annotations
@@ -34,19 +36,21 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+from boatload import disturbance
+from boatload.disturbance import TICK_S
+from boatload.schedstat import run_delays, waited_s
+
 PF_KTHREAD = 0x00200000
 SECTOR = 512
 MB = 1e6
-# Per-process CPU times come in clock ticks (each process's count is cut
-# down to whole ticks, so a few idle daemons add up to a tick or two): a phase
-# is not called disturbed on less than this much CPU, however short it was.
-RESOLUTION_S = 3 * TICK_S
 
 # Sampling the run queue costs this process about 0.25 ms of CPU a sample:
 # four a second keep the monitor near 0.1 % of a core. Pressure stall
-# totals (/proc/pressure) cover what falls between samples.
-DEFAULTS = {"max_other_cpu": 0.05, "redo": 2, "run_queue_sample_s": 0.25}
+# totals (/proc/pressure) cover what falls between samples. The meaning of
+# each: workflow/schemas/config.schema.yaml, `interference`.
+DEFAULTS = {"max_run_delay": 0.05, "max_others_io": 0.10, "max_other_cpu": 0.05, "redo": 2,
+            "run_queue_sample_s": 0.25, "before_s": 0.3, "wait_quiet_s": 0, "shield": True,
+            "preflight_sample_s": 3.0}
 
 _active: contextvars.ContextVar[Monitor | None] = contextvars.ContextVar("boatload_monitor", default=None)
 
@@ -60,6 +64,7 @@ class Proc:
     own_ticks: int  # own utime+stime alone (who used the CPU)
     started: int  # clock ticks after boot
     io: tuple[int, int] | None  # storage bytes read, written (/proc/PID/io), None if not readable
+    session: int = 0  # its session: one shell's job, one build, one daemon (what a load is made of)
 
 
 def _read(path: str) -> str | None:
@@ -87,7 +92,7 @@ def _proc(pid: int, with_io: bool) -> Proc | None:
         if raw:
             kv = dict(line.split(": ") for line in raw.splitlines() if ": " in line)
             io = (int(kv.get("read_bytes", 0)), int(kv.get("write_bytes", 0)))
-    return Proc(comm, ppid, kthread, cpu, own, int(f[19]), io)
+    return Proc(comm, ppid, kthread, cpu, own, int(f[19]), io, int(f[3]))
 
 
 def processes(with_io: bool = True) -> dict[int, Proc]:
@@ -209,6 +214,7 @@ class Snapshot:
     procs: dict[int, Proc]
     disks: dict[str, tuple[int, int]]
     pressure: dict[str, int]
+    delays: dict = field(default_factory=dict)  # the measured threads' run delay (boatload.schedstat)
 
     def classes(self, me: int, orchestrator: int | None) -> dict[str, set[int]]:
         own = subtree(self.procs, me)
@@ -221,18 +227,44 @@ class Snapshot:
         return sum(self.procs[pid].cpu_ticks for pid in pids)
 
 
+def baseline() -> Snapshot:
+    """Every process's CPU and I/O now: where a window before a phase can start
+    (taken before the target is provisioned, so that provisioning counts)."""
+    procs = processes()
+    return Snapshot(time.monotonic(), {}, 0, procs, {}, {})
+
+
 @dataclass
 class Monitor:
     """Snapshots around every timed phase of one attempt; `records` in phase order."""
 
     target_device: str | None = None
     host_device: str | None = None
-    max_other_cpu: float = DEFAULTS["max_other_cpu"]
-    sample_s: float = DEFAULTS["run_queue_sample_s"]
+    settings: dict = field(default_factory=lambda: dict(DEFAULTS))
+    disk_bound: bool = False  # the target's I/O reaches the host's disk (others' I/O there can disturb it)
     records: list[dict] = field(default_factory=list)
     orchestrator: int | None = field(default_factory=orchestrator_root)
     # the study's drop_caches: sync and drop the page cache before each measured phase that reads
     drop_caches: bool = False
+    baseline: Snapshot | None = None  # the start of the first window before a phase (default: now)
+    _history: list[Snapshot] = field(default_factory=list)  # the baseline and every phase edge, oldest first
+
+    def __post_init__(self) -> None:
+        self._history.append(self.baseline or baseline())
+
+    @property
+    def sample_s(self) -> float:
+        return self.settings["run_queue_sample_s"]
+
+    def _window_start(self) -> Snapshot:
+        """The newest snapshot at least `before_s` old; before the first phase, wait until the baseline is."""
+        before_s = self.settings["before_s"]
+        now = time.monotonic()
+        old = [s for s in self._history if s.mono <= now - before_s]
+        if old:
+            return old[-1]
+        time.sleep(max(0.0, self._history[0].mono + before_s - now))
+        return self._history[0]
 
     def _devices(self) -> list[str]:
         return [d for d in (self.host_device, self.target_device) if d]
@@ -259,10 +291,17 @@ class Monitor:
         is recorded but never counts as disturbed."""
         dropped = drop_page_cache() if self.drop_caches and measured and reads(name) else None
         memory = meminfo_mb()
+        window = self._window_start()
         before = self.snapshot_before()
+        me = os.getpid()
+        measured_pids = subtree(before.procs, me) - {me}
+        before.delays = run_delays(measured_pids)
         samples: list[int] = []
+        seen: dict = {}
         stop = threading.Event()
-        sampler = threading.Thread(target=self._sample, args=(samples, stop), daemon=True)
+        # a peer's processes come and go inside its phase: look for them at every sample
+        rescan = tool != "worker"
+        sampler = threading.Thread(target=self._sample, args=(samples, seen, measured_pids, rescan, stop), daemon=True)
         sampler.start()
         try:
             yield
@@ -270,19 +309,28 @@ class Monitor:
             stop.set()
             sampler.join()
             after = self.snapshot_after()
-            self.records.append(self._record(name, tool, measured, before, after, samples, memory, dropped))
+            after.delays = run_delays((subtree(after.procs, me) - {me}) | measured_pids | {pid for pid, _ in seen})
+            self._history[:] = [*self._history[-4:], before, after]
+            self.records.append(self._record(name, tool, measured, before, after, samples, memory, seen, window, dropped))
 
-    def _sample(self, samples: list[int], stop: threading.Event) -> None:
+    def _sample(self, samples: list[int], seen: dict, pids: set[int], rescan: bool, stop: threading.Event) -> None:
+        me = os.getpid()
         while not stop.wait(self.sample_s):
             samples.append(run_queue() - 1)  # less this sampler, which is running as it reads
+            now = pids | (subtree(processes(with_io=False), me) - {me}) if rescan else pids
+            seen.update(run_delays(now))
 
-    def _record(self, name, tool, measured, before: Snapshot, after: Snapshot, samples, memory, dropped=None) -> dict:
+    def _record(self, name, tool, measured, before: Snapshot, after: Snapshot, samples, memory, seen,
+                window: Snapshot, dropped: str | None = None) -> dict:
         seconds = after.mono - before.mono
         me = os.getpid()
         start, end = before.classes(me, self.orchestrator), after.classes(me, self.orchestrator)
 
         def delta(cls: str) -> float:
             return (after.ticks(end[cls]) - before.ticks(start[cls])) * TICK_S
+
+        ran, waited, threads = waited_s(before.delays, after.delays, seen)
+        cores = len(os.sched_getaffinity(0))
 
         j0, j1 = before.jiffies, after.jiffies
         dj = {k: (j1[k] - j0[k]) * TICK_S for k in j0}
@@ -303,8 +351,7 @@ class Monitor:
                                          ("measurement", "monitor", "orchestrator", "other_processes",
                                           "kernel_threads", "irq"))
         competing = cpu["orchestrator"] + cpu["other_processes"]
-        limit = max(self.max_other_cpu * seconds, RESOLUTION_S)
-        return {
+        rec = {
             "phase": name,
             "tool": tool,
             "measured": measured,
@@ -327,9 +374,31 @@ class Monitor:
             "others_io_mb": _others_io(before, after, start, end),
             "memory_at_start": memory,
             "cache": _cache_state(first=not self.records, dropped=dropped),
-            "max_other_cpu": self.max_other_cpu,
-            "disturbed": measured and competing > limit,
+            # the measured threads (not this monitor) runnable without a CPU, summed over threads
+            "run_delay_s": round(waited, 6),
+            "run_delay_share": round(waited / seconds, 5) if seconds > 0 else None,
+            "threads": threads,
+            "ran_s": round(ran, 6),  # the measured threads on a CPU, summed over threads
+            "cores": cores,
+            "before": _window(window, before, me, self.orchestrator),
+            "max_run_delay": self.settings["max_run_delay"],
+            "max_others_io": self.settings["max_others_io"],
+            "max_other_cpu": self.settings["max_other_cpu"],
         }
+        host_mb = (rec["disk"]["host_read_mb"] or 0.0) + (rec["disk"]["host_write_mb"] or 0.0)
+        others_mb = rec["others_io_mb"]["read"] + rec["others_io_mb"]["write"]
+        # CPU of competing sessions that had used none in the window before: a load that came with the phase
+        fresh = {sid: cpu_s for sid, cpu_s in _by_session(before, after, start, end).items()
+                 if sid not in rec["before"]["busy_sessions"]}
+        rec["new_competing_cores"] = round(sum(fresh.values()) / seconds, 4) if seconds > 0 else 0.0
+        rec["new_others"] = [t for t in _top(before, after, start, end, n=len(after.procs))
+                             if t["kind"] != "kernel_threads" and after.procs[t["pid"]].session in fresh][:3]
+        rec["others_io_share"] = round(min(others_mb, host_mb) / host_mb, 4) if host_mb > 0 else None
+        rec["waited_for_others_s"] = round(disturbance.waited_for_others(rec), 6)
+        rec["disturbed_by"] = disturbance.judge(rec, self.settings, self.disk_bound)
+        rec["disturbed"] = bool(rec["disturbed_by"])
+        rec["disturbance"] = disturbance.persistence(rec, rec["disturbed_by"], self.settings) if rec["disturbed"] else None
+        return rec
 
     def _disk(self, before: Snapshot, after: Snapshot) -> dict:
         out = {}
@@ -368,6 +437,47 @@ def drop_page_cache() -> str:
     except OSError as e:
         return f"/proc/sys/vm/drop_caches: {e.strerror}"
     return "yes"
+
+
+def reaped(before: dict[int, Proc], after: dict[int, Proc]) -> dict[int, int]:
+    """Per surviving process, the CPU ticks (as of `before`) of its descendants
+    gone by `after`: what its reaped-children time gained that was used
+    before, to take off. A gone process whose parent went too counts at the
+    nearest ancestor still there."""
+    out: dict[int, int] = {}
+    for pid, p in before.items():
+        if pid in after:
+            continue
+        up = p.ppid
+        while up in before and up not in after:
+            up = before[up].ppid
+        out[up] = out.get(up, 0) + p.cpu_ticks
+    return out
+
+
+def _by_session(before: Snapshot, after: Snapshot, start, end) -> dict[int, float]:
+    """CPU seconds competing processes used between two snapshots, per session
+    (a child that exited counts at its parent, which reaped it)."""
+    gone = reaped(before.procs, after.procs)
+    out: dict[int, float] = {}
+    for pid in end["other_processes"] | end["orchestrator"]:
+        p, was = after.procs[pid], before.procs.get(pid)
+        used = p.cpu_ticks - (was.cpu_ticks if was and was.started == p.started else 0) - gone.get(pid, 0)
+        if used > 0:
+            out[p.session] = out.get(p.session, 0.0) + used * TICK_S
+    return out
+
+
+def _window(start: Snapshot, end: Snapshot, me: int, orchestrator: int | None) -> dict:
+    """What competed with the measurement between two snapshots before a phase."""
+    seconds = end.mono - start.mono
+    a, b = start.classes(me, orchestrator), end.classes(me, orchestrator)
+    competing = sum((end.ticks(b[c]) - start.ticks(a[c])) * TICK_S for c in ("orchestrator", "other_processes"))
+    return {"seconds": round(seconds, 3),
+            "competing_cores": round(max(competing, 0.0) / seconds, 4) if seconds > 0 else 0.0,
+            "others_io_mb": _others_io(start, end, a, b),
+            "busy_sessions": sorted(_by_session(start, end, a, b)),
+            "top_others": _top(start, end, a, b)}
 
 
 def _top(before: Snapshot, after: Snapshot, start, end, n: int = 3) -> list[dict]:

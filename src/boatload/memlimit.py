@@ -285,7 +285,7 @@ def _setup_cgroup(choice: Choice, limit_bytes: int, swap_bytes: int, ledger, und
         except OSError as e:
             ledger.release(rid, by="never-created")
             raise MemoryLimitError(f"cgroup v{h.version}: cannot create {path} ({e.strerror})") from None
-        undo.step(f"remove cgroup {path}", lambda: _remove_cgroup(path), release=(ledger, rid))
+        undo.step(f"remove cgroup {path}", lambda: remove_cgroup(path), release=(ledger, rid))
 
     if h.version == 1:
         write_cgroup(path / "memory.limit_in_bytes", str(limit_bytes))
@@ -335,7 +335,7 @@ def _kill_all(cgroup: Path, timeout: float = KILL_TIMEOUT) -> int:
         time.sleep(0.02)
 
 
-def _remove_cgroup(path: Path, timeout: float = KILL_TIMEOUT) -> int:
+def remove_cgroup(path: Path, timeout: float = KILL_TIMEOUT) -> int:
     """Kill what runs in `path` and below, remove the directories (deepest first).
     No memory.force_empty needed: v1 moves the remaining charges (page cache)
     to the parent on rmdir. Returns the number of processes killed."""
@@ -399,7 +399,7 @@ class Leftovers:
             if not _is_boatload_cgroup(p):
                 continue
             try:
-                killed = _remove_cgroup(p)
+                killed = remove_cgroup(p)
                 done.append(f"removed cgroup {cg}" + (f" (killed {killed} process(es))" if killed else ""))
             except MemoryLimitError as err:
                 failed.append(str(err))

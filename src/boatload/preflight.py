@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from boatload import memlimit, plan, system, tools
+from boatload import interference, machineload, memlimit, plan, system, tools
 from boatload.studies import registry, study
 from boatload.hostops import statfs_type  # the names NO_SWAP_FS uses
 from boatload.swapfiles import NO_SWAP_FS
@@ -207,6 +207,17 @@ def _check_space(report: Report, pending, needs, scratch: Path, scratch_fs: str,
                 f"which has {_size(shm_free)} free")
 
 
+def machine_load(opts: dict) -> str:
+    """One line: the processes not ours that keep the machine busy, and their share of a core."""
+    seconds = opts["preflight_sample_s"]
+    if not seconds:
+        return "machine load: not sampled (interference.preflight_sample_s is 0)"
+    found = machineload.busy(seconds)
+    busy = machineload.line(found, opts["max_other_cpu"], seconds)
+    total = sum(r["share"] for r in found)
+    return busy or f"machine quiet: other processes used {100 * total:.1f} % of a core over {seconds:g} s"
+
+
 # --------------------------------------------------------------------------
 # the plan
 
@@ -254,6 +265,8 @@ def preflight(config: dict, configfile: str, all_runs: list[plan.Run], runs_dir:
     pending = plan.pending(all_runs, str(runs_dir))
     report = check(config, pending, scratch, results)
     report.problems[:0] = plan_errors
+    if pending and not report.problems:
+        report.machine.append(machine_load({**interference.DEFAULTS, **(config.get("interference") or {})}))
     head = f"boatload: plan for {configfile} (scale {config['scale']}, seed {config['seed']}), data in {runs_dir}"
     return [head, *plan_lines(all_runs, pending, estimates(all_runs, runs_dir), report)], report
 

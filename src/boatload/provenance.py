@@ -20,6 +20,9 @@ def conditions(docs: list[dict]) -> dict:
         seconds = sum(p["seconds"] for p in phases)
         ours = sum(p["cpu_s"]["orchestrator"] + p["cpu_s"]["monitor"] for p in phases)
         competing = [p["competing_cpu_s"] / p["seconds"] for p in phases if p["seconds"] >= 0.1]
+        timed = [p for p in phases if "run_delay_s" in p]
+        waited = sum(p["run_delay_s"] for p in timed)
+        timed_s = sum(p["seconds"] for p in timed)
         cache = registry()[name].cache if name in registry() else None
         out[name] = {
             "runs": len(runs),
@@ -29,6 +32,13 @@ def conditions(docs: list[dict]) -> dict:
             "redone_runs": sum(1 for r in records if r["redone"]),
             "redone_attempts": sum(len(r["redone"]) for r in records),
             "still_disturbed": sum(1 for r in records if r["disturbed"]),
+            "constant_runs": sum(1 for r in records if r.get("disturbance") == "constant"),
+            # the measured threads' waiting for a CPU (run delay, summed over threads), share of the phases' time
+            "waiting_share": waited / timed_s if timed_s else None,
+            "waiting_max": max((p["run_delay_s"] / p["seconds"] for p in timed if p["seconds"] >= 0.1), default=None),
+            "max_run_delay": records[0]["settings"].get("max_run_delay") if records else None,
+            "before_s": records[0]["settings"].get("before_s") if records else None,
+            "shielded_runs": sum(1 for r in records if (r.get("shield") or {}).get("cgroup")),
             "max_other_cpu": records[0]["settings"]["max_other_cpu"] if records else None,
             "ours_share": ours / seconds if seconds else None,
             "competing_max": max(competing, default=None),

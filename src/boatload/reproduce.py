@@ -13,6 +13,7 @@ every resource is undone, and the last line names the PDF.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import signal
@@ -142,6 +143,7 @@ class Progress:
         self.root = root
         self.started = time.monotonic()
         self.done = 0
+        self.constant: dict[str, bool] = {}  # raw result -> kept under a constant load
 
     def line(self) -> str | None:
         """A new progress line when a run has finished since the last one, else None."""
@@ -156,8 +158,22 @@ class Progress:
         # The estimates are rough; the runs so far say how rough on this machine.
         pace = min(4.0, max(0.25, elapsed / expected_done)) if expected_done > 0 else 1.0
         remaining = left * pace + self.analysis_s
+        constant = self._constant([r.raw(str(self.root / "data" / "runs" / h))
+                                   for h in self.hosts for r in self.pending_of[h]])
         return (f"progress: {self.done}/{len(self.pending)} runs measured, {_clock(elapsed)} elapsed, "
-                f"about {_clock(remaining)} left")
+                f"about {_clock(remaining)} left"
+                + (f"; {constant} kept disturbed by a constant load (not measured again)" if constant else ""))
+
+    def _constant(self, raws: list[str]) -> int:
+        """How many finished runs were kept under a constant load (each raw result read once)."""
+        for path in raws:
+            if path not in self.constant and os.path.exists(path):
+                try:
+                    record = json.loads(Path(path).read_text()).get("interference") or {}
+                except (OSError, ValueError):
+                    continue
+                self.constant[path] = record.get("disturbance") == "constant"
+        return sum(self.constant.values())
 
 
 def _snakemake(argv: list[str], progress: Progress | None, failures: list[str]) -> int:

@@ -5,11 +5,15 @@ does what all of them share, so that teardown, the without-root fallback,
 the interference record and the provenance of a raw result are the same for
 every study.
 
-An attempt measures on a freshly provisioned target with an interference
-monitor active (boatload.interference). If another process disturbed a
-timed phase, the attempt is kept on record and the job is measured again on
-a fresh target, up to `interference.redo` times (the job's `interference`
-settings, from the config's `interference:`).
+The whole job runs shielded where it can (boatload.shield: the highest CPU
+weight), after waiting for a quiet machine if `interference.wait_quiet_s`
+asks. An attempt measures on a freshly provisioned target with an
+interference monitor active (boatload.interference). If a timed phase was
+disturbed by a passing load (boatload.disturbance), the attempt is kept on
+record and the job is measured again on a fresh target, up to
+`interference.redo` times; a constant load is not measured again: the run
+is kept, and its record says so (the job's `interference` settings, from
+the config's `interference:`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from boatload import interference, system
+from boatload import disturbance, interference, machineload, system
+from boatload.shield import shielded
 from boatload.paths import scratch_dir
 from boatload.signals import signals_as_exceptions
 from boatload.targets import Provisioned, provision
@@ -44,14 +49,15 @@ def settings(job: dict) -> dict:
     return {**interference.DEFAULTS, **(job.get("interference") or {})}
 
 
-def _monitor(provisioned: Provisioned, opts: dict, job: dict) -> interference.Monitor:
+def _monitor(spec: TargetSpec, provisioned: Provisioned, opts: dict, job: dict, baseline) -> interference.Monitor:
     # the block device under the target: our loop device, or the user's device
     device = provisioned.provenance.get("loop_device") or (provisioned.provenance.get("device") or {}).get("name")
     return interference.Monitor(
         target_device=Path(device).name if device else None,
         host_device=interference.host_disk(scratch_dir()),
-        max_other_cpu=opts["max_other_cpu"],
-        sample_s=opts["run_queue_sample_s"],
+        settings=opts,
+        disk_bound=spec.kind not in ("tmpfs", "device"),  # a device target is not on the host disk
+        baseline=baseline,
         drop_caches=bool(job.get("drop_caches")),
     )
 
@@ -61,6 +67,7 @@ def _attempt(spec: TargetSpec, job: dict, measure: Measure, fallback_without_roo
     substituted, records, target_provenance = None, [], None
     with ExitStack() as stack:  # teardown runs on success, error, SIGINT and SIGTERM alike
         stack.enter_context(signals_as_exceptions())
+        baseline = interference.baseline()
         try:
             provisioned = stack.enter_context(provision(spec, scratch_dir()))
         except NeedsRoot as why:
@@ -69,7 +76,7 @@ def _attempt(spec: TargetSpec, job: dict, measure: Measure, fallback_without_roo
                         "result": {"status": "skipped", "reason": f"not root: {why}"}}
             spec, substituted = _fallback(spec, why)
             provisioned = stack.enter_context(provision(spec, scratch_dir()))
-        monitor = _monitor(provisioned, opts, job)
+        monitor = _monitor(spec, provisioned, opts, job, baseline)
         with interference.monitoring(monitor):
             result = measure(provisioned, job)
         records = monitor.records
@@ -78,16 +85,15 @@ def _attempt(spec: TargetSpec, job: dict, measure: Measure, fallback_without_roo
             "target_provenance": target_provenance, "result": result}
 
 
-def _disturbance(records: list[dict]) -> str | None:
-    worst = max((r for r in records if r["disturbed"]), key=lambda r: r["competing_cores"] or 0, default=None)
-    if worst is None:
-        return None
-    competing = [t for t in worst["top_others"] if t["kind"] != "kernel_threads"]
-    who = ", ".join(f"{t['comm']} {t['cpu_s']:.2f} s" + (f" (+{t['children_s']:.2f} s its exited children)"
-                                                          if t["children_s"] else "") for t in competing)
-    return (f"{worst['tool']} phase {worst['phase']}: other processes used "
-            f"{100 * worst['competing_cores']:.1f} % of one core (limit {100 * worst['max_other_cpu']:g} %; "
-            f"{who or 'processes that exited before the phase ended'})")
+def _disturbance(records: list[dict]) -> tuple[str | None, str | None]:
+    """(passing or constant, the reason) of an attempt's worst disturbed phase;
+    passing if any phase was disturbed by a passing load (measuring again can help)."""
+    disturbed = [r for r in records if r["disturbed"]]
+    if not disturbed:
+        return None, None
+    kind = "passing" if any(r["disturbance"] == "passing" for r in disturbed) else "constant"
+    worst = max((r for r in disturbed if r["disturbance"] == kind), key=lambda r: r["run_delay_share"] or 0)
+    return kind, disturbance.why(worst)
 
 
 def run_job(study: str, job: dict, measure: Measure, *, fallback_without_root: bool = True) -> dict:
@@ -100,15 +106,21 @@ def run_job(study: str, job: dict, measure: Measure, *, fallback_without_root: b
     spec = parse_target(job["target"]["name"], {k: v for k, v in job["target"].items() if k != "name"})
     opts = settings(job)
     started = _now()
-    redone = []
-    for n in range(1, opts["redo"] + 2):
-        attempt = _attempt(spec, job, measure, fallback_without_root, opts)
-        why = _disturbance(attempt["records"])
-        if why is None or n > opts["redo"]:
-            break
-        redone.append({"attempt": n, "why": why, "result": attempt["result"], "interference": attempt["records"]})
-        print(f"boatload: {study} {job['target']['name']} {job.get('point')} rep{job.get('rep')}: disturbed, "
-              f"{why}; measuring again on a fresh target ({n + 1} of {opts['redo'] + 1})", file=sys.stderr)
+    name = f"{study} {job['target']['name']} {job.get('point')} rep{job.get('rep')}"
+    redone, waits = [], []
+    with shielded(scratch_dir(), opts["shield"]) as shield:
+        for n in range(1, opts["redo"] + 2):
+            if opts["wait_quiet_s"] > 0:
+                waits.append(machineload.wait_quiet(opts["wait_quiet_s"], opts["max_other_cpu"]))
+            attempt = _attempt(spec, job, measure, fallback_without_root, opts)
+            kind, why = _disturbance(attempt["records"])
+            if kind != "passing" or n > opts["redo"]:
+                break
+            redone.append({"attempt": n, "why": why, "result": attempt["result"], "interference": attempt["records"]})
+            print(f"boatload: {name}: disturbed, {why}; measuring again on a fresh target "
+                  f"({n + 1} of {opts['redo'] + 1})", file=sys.stderr)
+    if kind == "constant":
+        print(f"boatload: {name}: disturbed by a constant load, kept without measuring again: {why}", file=sys.stderr)
     spec = attempt["spec"]
     return {
         "study": study,
@@ -125,7 +137,10 @@ def run_job(study: str, job: dict, measure: Measure, *, fallback_without_root: b
             "orchestrator_pid": interference.orchestrator_root(),
             "phases": attempt["records"],
             "disturbed": why is not None,
+            "disturbance": kind,  # None, "passing" (no redo was left) or "constant" (kept as it was)
             "why": why,
             "redone": redone,
+            "shield": shield,
+            "quiet_waits": waits,
         },
     }

@@ -14,7 +14,10 @@ from boatload.results import write_atomic_with
 # (boatload.interference): what else the machine did during its timed phases.
 RUN_COLUMNS = {
     "redone": pl.Int64,               # disturbed attempts that were measured again
-    "disturbed": pl.Boolean,          # the kept attempt was disturbed too (no redo left)
+    "disturbed": pl.Boolean,          # the kept attempt was disturbed too (no redo left, or a constant load)
+    "disturbance": pl.String,         # of the kept attempt: null, "passing" or "constant"
+    "run_delay_max": pl.Float64,      # most the measured threads waited for a CPU in one phase, share of the phase
+    "run_delay_s": pl.Float64,        # seconds the measured threads waited for a CPU, summed over the timed phases
     "competing_cpu_max": pl.Float64,  # most CPU of competing processes in one phase, share of one core
     "other_cpu_max": pl.Float64,      # most CPU of everything but the measurement (/proc/stat), share of one core
     "run_queue_mean": pl.Float64,     # runnable tasks, mean over the run's phases
@@ -32,12 +35,16 @@ def run_columns(doc: dict) -> dict:
     record = doc.get("interference")
     phases = (record or {}).get("phases") or []
     if not phases:
-        return {"redone": len((record or {}).get("redone") or []) if record else None, "disturbed": None,
-                **{k: None for k in RUN_COLUMNS if k not in ("redone", "disturbed")}}
+        return {"redone": len((record or {}).get("redone") or []) if record else None,
+                **{k: None for k in RUN_COLUMNS if k != "redone"}}
     queue = [p["run_queue"]["mean"] for p in phases if p["run_queue"]["mean"] is not None]
+    measured = [p for p in phases if p.get("measured", True) and "run_delay_s" in p]
     return {
         "redone": len(record["redone"]),
         "disturbed": record["disturbed"],
+        "disturbance": record.get("disturbance"),
+        "run_delay_max": max((p["run_delay_share"] or 0.0 for p in measured), default=None),
+        "run_delay_s": sum(p["run_delay_s"] for p in measured) if measured else None,
         "competing_cpu_max": max(_share(p["competing_cpu_s"], p["seconds"]) or 0.0 for p in phases),
         "other_cpu_max": max(_share(p["other_cpu_s"], p["seconds"]) or 0.0 for p in phases),
         "run_queue_mean": sum(queue) / len(queue) if queue else None,
@@ -69,7 +76,12 @@ def interference_note(frame: pl.DataFrame) -> str:
     recorded = frame.filter(pl.col("redone").is_not_null())
     redone = recorded.filter(pl.col("redone") > 0)
     worst = recorded["competing_cpu_max"].max()
+    # tables made before the run delay was recorded have neither column
+    waited = recorded["run_delay_max"].max() if "run_delay_max" in recorded.columns else None
+    constant = recorded.filter(pl.col("disturbance") == "constant").height if "disturbance" in recorded.columns else 0
     return (f"{frame.height} runs, {recorded.height} with an interference record: {redone.height} measured again "
-            f"after another process disturbed a timed phase ({int(recorded['redone'].sum())} disturbed attempts "
-            f"kept on record), {int(recorded['disturbed'].fill_null(False).sum())} still disturbed; the most CPU "
-            f"competing processes used in one phase: {100 * (worst or 0):.2f} % of one core")
+            f"after a passing load disturbed a timed phase ({int(recorded['redone'].sum())} disturbed attempts "
+            f"kept on record), {int(recorded['disturbed'].fill_null(False).sum())} still disturbed ({constant} by a "
+            f"constant load, kept as measured); the longest the measured threads waited for a CPU in one phase: "
+            f"{100 * (waited or 0):.2f} % of it; the most CPU competing processes used in one phase: "
+            f"{100 * (worst or 0):.2f} % of one core")
