@@ -25,6 +25,8 @@ static struct dm model;
 static int model_ready;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+#define SPIN_US 200.0
+
 static double mono_us(void)
 {
     struct timespec ts;
@@ -37,17 +39,21 @@ static double mono_us(void)
 static void sleep_until(double end_us, uint32_t len)
 {
     end_us -= params.overhead_us + params.overhead_us_per_mib * len / 1048576.0;
-    if (end_us <= mono_us())
-        return;
-    struct timespec ts = {
-        .tv_sec = (time_t)(end_us / 1e6),
-        .tv_nsec = (long)((end_us - (double)(time_t)(end_us / 1e6) * 1e6) * 1e3),
-    };
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
+    /* Sleep to SPIN_US before the end, then spin: a thread woken from a
+     * sleep comes back late by a varying amount on a busy machine, a
+     * spinning one does not. */
+    double wake = end_us - SPIN_US;
+    if (wake > mono_us()) {
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1e6)};
+        ts.tv_nsec = (long)((wake - (double)ts.tv_sec * 1e6) * 1e3);
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
     }
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    while (mono_us() < end_us)
         ;
 }
 

@@ -14,6 +14,7 @@ import stat
 import sys
 from pathlib import Path
 
+from boatload.devmodel import leftovers as devmodel_leftovers
 from boatload.hostops import (
     DIR_RE, IMAGE_RE, MOUNT_RE, is_root, loop_devices, mount_at, mountinfo, not_installed, own_private_dir, rmdir_if_empty,
     run, shm_dir, why,
@@ -157,6 +158,10 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
                     done.append(f"{how} {mp} ({e.fstype} from {e.source})" if e else f"{how} {mp}")
             except TargetError as err:
                 failed.append(f"unmount {mp}: {err}")
+        # 1b. modelled devices' stacks (loop on FUSE, nbdfuse, nbdkit), under the file systems just unmounted
+        nbd_done, nbd_failed = devmodel_leftovers.undo(scratch, force)
+        done += nbd_done
+        failed += nbd_failed
         # 2. detach loop devices backed by our images
         current = {d["name"]: d["back-file"] for d in loop_devices(losetup)}
         for dev, back in loops.items():

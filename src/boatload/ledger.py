@@ -19,7 +19,11 @@ the system, so it does not depend on the ledger alone.
 "loop", the mount point for "mount", the directory for "dir", the cgroup
 directory of a memory limit for "cgroup" (e.g.
 `/sys/fs/cgroup/memory/boatload-<pid>-<rand>`), the swap file for "swap"
-(under `<scratch>/swap/`).
+(under `<scratch>/swap/`); for a modelled device (boatload.devmodel), the
+stack's directory `<scratch>/nbd/<name>-<pid>-<rand>` for "nbd", its FUSE
+mount point for "fuse", the nbdkit or nbdfuse process for "daemon" (`path`
+the stack's socket or FUSE mount, the process's `daemon_pid` and
+`daemon_start` noted once it runs).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from pathlib import Path
 
 __all__ = ["Ledger", "Resource", "KINDS", "pid_start", "pid_alive"]
 
-KINDS = ("image", "loop", "mount", "dir", "cgroup", "swap")
+KINDS = ("image", "loop", "mount", "dir", "cgroup", "swap", "nbd", "fuse", "daemon")
 LEDGER_NAME = "ledger.jsonl"
 
 
