@@ -115,7 +115,7 @@ def undo(scratch: Path, force: bool = False) -> tuple[list[str], list[str]]:
                 pids.add((pid, None, "nbdkit"))
         except (OSError, ValueError):
             pass
-        for pid, start, role in sorted(pids):
+        for pid, start, role in sorted(pids, key=lambda x: x[0]):
             try:
                 if stop_daemon(pid, start):
                     done.append(f"stopped {role} (pid {pid}) of {d.name}")

@@ -5,7 +5,8 @@ device reads through the FUSE file's page cache and the model never shows).
 
 Everything is recorded in the ledger before it is made and undone by the
 caller's Teardown in reverse order: loop device, FUSE mount (nbdfuse exits),
-nbdkit, the stack's directory (socket, pidfile, logs). nbdkit runs with
+nbdkit, the stack's directory (pidfile, logs, the model's counts). nbdkit
+and nbdfuse share a socket pair, so there is no socket file. nbdkit runs with
 --exit-with-parent and both daemons in their own session, so a terminal's
 Ctrl-C reaches only us and the teardown, not the device under the mounted
 file system. After a SIGKILL, boatload.devmodel.leftovers finds the rest.
@@ -17,6 +18,7 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -123,10 +125,12 @@ def _stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
             proc.wait(timeout)
 
 
-def _spawn(argv: list[str], log: Path) -> subprocess.Popen:
+def _spawn(argv: list[str], log: Path, conn: socket.socket | None = None, pass_fds: tuple = ()) -> subprocess.Popen:
+    """`conn`, if given, is the daemon's stdin and stdout (nbdkit -s)."""
     with open(log, "ab") as out:
         return subprocess.Popen(
-            argv, stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True, close_fds=True
+            argv, stdin=conn if conn else subprocess.DEVNULL, stdout=conn if conn else out, stderr=out,
+            start_new_session=True, close_fds=True, pass_fds=pass_fds,
         )
 
 
@@ -163,7 +167,7 @@ def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledge
     `undo`. Returns the running Stack."""
     tools = tools or resolve_stack_tools()
     d = subdir(Path(scratch), "nbd") / f"{name}-{token()}"
-    sock, mnt = d / "nbdkit.sock", d / "mnt"
+    mnt = d / "mnt"
     stats, trigger = d / "stats.json", d / "fault"
 
     with deferred_signals():
@@ -174,29 +178,40 @@ def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledge
     final: dict = {}
     undo.step("keep the model's counts", lambda: final.update(read_stats(stats)))
 
-    # nbdkit: the error filter (if any) outside the model, the file plugin inside
-    filters = ["--filter=error"] if faults else []
-    argv = [
-        tools["nbdkit"], "-f", "--exit-with-parent", "--unix", str(sock), "--pidfile", str(d / "nbdkit.pid"),
-        *filters, f"--filter={native.filter_path()}", "file", str(image),
-        *[f"dm-{a}" for a in native.param_args(params)], f"dm-stats={stats}", *fault_args(faults, trigger),
-    ]
-    with deferred_signals():
-        kit_rid = ledger.record("daemon", sock, role="nbdkit", stack=str(d))
-        kit = _spawn(argv, d / "nbdkit.log")
-        undo.step(f"stop nbdkit (pid {kit.pid})", lambda: _stop(kit), release=(ledger, kit_rid))
-        ledger.note(kit_rid, daemon_pid=kit.pid, daemon_start=pid_start(kit.pid), argv=shlex.join(argv))
-    _wait_for(lambda: (d / "nbdkit.pid").exists(), kit, "nbdkit", d / "nbdkit.log", name)
+    # nbdkit and nbdfuse talk over a socket pair (nbdkit -s, nbdfuse --fd):
+    # no socket file to leave behind, and a socket's 107-byte path limit
+    # does not meet a deep scratch directory
+    ours, theirs = socket.socketpair()
+    try:
+        # nbdkit: the error filter (if any) outside the model, the file plugin inside
+        filters = ["--filter=error"] if faults else []
+        argv = [
+            tools["nbdkit"], "-s", "--exit-with-parent", "--pidfile", str(d / "nbdkit.pid"),
+            *filters, f"--filter={native.filter_path()}", "file", str(image),
+            *[f"dm-{a}" for a in native.param_args(params)], f"dm-stats={stats}", *fault_args(faults, trigger),
+        ]
+        with deferred_signals():
+            kit_rid = ledger.record("daemon", d / "nbdkit.pid", role="nbdkit", stack=str(d))
+            kit = _spawn(argv, d / "nbdkit.log", conn=ours)
+            undo.step(f"stop nbdkit (pid {kit.pid})", lambda: _stop(kit), release=(ledger, kit_rid))
+            ledger.note(kit_rid, daemon_pid=kit.pid, daemon_start=pid_start(kit.pid), argv=shlex.join(argv))
 
-    # nbdfuse: the export as the file mnt/nbd
-    with deferred_signals():
-        fuse_rid = ledger.record("fuse", mnt, stack=str(d))
-        fuse_pid_rid = ledger.record("daemon", mnt, role="nbdfuse", stack=str(d))
-        fuse = _spawn([tools["nbdfuse"], str(mnt), "--unix", str(sock)], d / "nbdfuse.log")
-        undo.step(f"stop nbdfuse (pid {fuse.pid})", lambda: _stop(fuse), release=(ledger, fuse_pid_rid))
-        undo.step(f"unmount FUSE {mnt}", lambda: _unmount_fuse(mnt, tools["fusermount3"]), release=(ledger, fuse_rid))
-        ledger.note(fuse_pid_rid, daemon_pid=fuse.pid, daemon_start=pid_start(fuse.pid))
+        # nbdfuse: the export as the file mnt/nbd
+        with deferred_signals():
+            fuse_rid = ledger.record("fuse", mnt, stack=str(d))
+            fuse_pid_rid = ledger.record("daemon", mnt, role="nbdfuse", stack=str(d))
+            fuse = _spawn([tools["nbdfuse"], str(mnt), "--fd", str(theirs.fileno())], d / "nbdfuse.log",
+                          pass_fds=(theirs.fileno(),))
+            undo.step(f"stop nbdfuse (pid {fuse.pid})", lambda: _stop(fuse), release=(ledger, fuse_pid_rid))
+            undo.step(f"unmount FUSE {mnt}", lambda: _unmount_fuse(mnt, tools["fusermount3"]),
+                      release=(ledger, fuse_rid))
+            ledger.note(fuse_pid_rid, daemon_pid=fuse.pid, daemon_start=pid_start(fuse.pid))
+    finally:
+        ours.close()
+        theirs.close()
     _wait_for(lambda: mount_at(mnt) is not None and (mnt / "nbd").exists(), fuse, "nbdfuse", d / "nbdfuse.log", name)
+    if kit.poll() is not None:
+        raise TargetError(f"targets.{name}: nbdkit exited at start (status {kit.returncode}){last_line(d / 'nbdkit.log')}")
 
     # the loop device, direct I/O on
     backing = mnt / "nbd"
