@@ -13,7 +13,11 @@ paper.
     .venv/bin/python scripts/kill_storm.py --kills 50 --seed 7
 
 The clone is a `git clone` of the committed HEAD with its own environment
-and worker build; nothing in this checkout is touched.
+and worker build; nothing in this checkout is touched. With --device-target
+the forest study also runs on a `kind: device` target: a loop device the
+storm attaches to a sparse image of its own (standing in for a user's disk),
+whose write cache must be as found and which nothing may keep mounted after
+each round; the storm detaches it at the end.
 Exit status 1 if any round left something, hung, or the final run failed.
 """
 
@@ -47,6 +51,54 @@ def make_clone(where: Path) -> Path:
     return clone
 
 
+class Device:
+    """The storm's own block device: a loop device on a sparse image in its directory."""
+
+    def __init__(self, where: Path, size_mb: int = 256):
+        self.image = where / "disk.img"
+        with open(self.image, "xb") as f:
+            f.truncate(size_mb << 20)
+        self.path = subprocess.run(["losetup", "--find", "--show", str(self.image)], check=True,
+                                   capture_output=True, text=True).stdout.strip()
+        self.write_cache = self.sys("queue/write_cache")
+
+    def sys(self, rel: str) -> str | None:
+        try:
+            return (Path("/sys/block") / Path(self.path).name / rel).read_text().strip()
+        except OSError:
+            return None
+
+    def leftovers(self) -> list[str]:
+        found = [f"device mount {line.split()[4]}" for line in Path("/proc/self/mountinfo").read_text().splitlines()
+                 if line.split(" - ")[1].split()[1] == self.path]
+        if self.sys("queue/write_cache") != self.write_cache:
+            found.append(f"device write cache {self.sys('queue/write_cache')!r}, found {self.write_cache!r}")
+        return found
+
+    def detach(self) -> None:
+        if (self.sys("loop/backing_file") or "").removesuffix(" (deleted)") == str(self.image):
+            subprocess.run(["losetup", "-d", self.path], check=True)
+        self.image.unlink()
+
+
+DEVICE: Device | None = None
+
+
+def with_device_target(config_path: Path, device: Device) -> None:
+    """Add the device as target `mydisk` (write cache changed for the run, so its restoring
+    is checked) to the config and to the forest study's targets."""
+    import yaml
+
+    from boatload import blockdev
+
+    config = yaml.safe_load(config_path.read_text())
+    config["targets"]["mydisk"] = {"kind": "device", "fs": "ext4", "device": device.path,
+                                   "wipe": blockdev.identity(blockdev.lookup(device.path)),
+                                   "write_cache": "write through" if device.write_cache == "write back" else "write back"}
+    config["studies"]["forest"]["targets"] = [*config["studies"]["forest"]["targets"], "mydisk"]
+    config_path.write_text(yaml.safe_dump(config))
+
+
 def leftovers(clone: Path) -> list[str]:
     """Everything of the clone's runs still on the machine."""
     scratch = (clone / "results" / "scratch").resolve()
@@ -60,7 +112,7 @@ def leftovers(clone: Path) -> list[str]:
     found += [f"cgroup {p}" for p in ledger_cgroups(scratch) if Path(p).is_dir()]
     found += [f"log images {p}" for p in shm.glob("*")] if shm.is_dir() else []
     found += [f"swap file {p}" for p in (scratch / "swap").glob("swap-*")] if (scratch / "swap").is_dir() else []
-    return found
+    return found + (DEVICE.leftovers() if DEVICE else [])
 
 
 def ledger_cgroups(scratch: Path) -> list[str]:
@@ -166,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--signals", default="INT,TERM,KILL", help="which signals, comma-separated (default %(default)s)")
     p.add_argument("--json", help="write every round's record here")
     p.add_argument("--keep", action="store_true", help="keep the clone and the logs")
+    p.add_argument("--device-target", action="store_true",
+                   help="also run forest on a device target: a loop device of the storm's own")
     args = p.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("kill_storm: needs root (the runs mount file systems)")
@@ -180,6 +234,20 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"kill_storm: --config: no such file {args.config}")
         shutil.copy(args.config, clone / "config" / "storm.yaml")
         args.config = "config/storm.yaml"
+    global DEVICE
+    if args.device_target:
+        DEVICE = Device(where)
+        shutil.copy(clone / args.config, clone / "config" / "storm-device.yaml")
+        args.config = "config/storm-device.yaml"
+        with_device_target(clone / args.config, DEVICE)
+    try:
+        return storm(args, rng, signals, where, clone)
+    finally:
+        if DEVICE:
+            DEVICE.detach()
+
+
+def storm(args, rng, signals, where: Path, clone: Path) -> int:
     logs = where / "logs"
     logs.mkdir()
     records = []

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from boatload import targets
+from boatload.targets import writecache
 from boatload.ledger import Ledger
 from boatload.signals import Terminated, deferred_signals, signals_as_exceptions
 from boatload.cleanup import cleanup
@@ -58,8 +59,8 @@ from targetlib import (  # noqa: F401 (scratch is a fixture)
         ("x", {"name": "y", "kind": "dir"}, "targets.x.name", "does not match"),
         ("x", {"fs": "ext4", "write_cache": "none"}, "targets.x.write_cache", "'none'"),
         ("x", {"fs": "ext4", "write_cache": True}, "targets.x.write_cache", "write through"),
-        ("x", {"fs": "tmpfs", "write_cache": "write through"}, "targets.x.write_cache", "only loop targets"),
-        ("x", {"kind": "dir", "write_cache": "write back"}, "targets.x.write_cache", "only loop targets"),
+        ("x", {"fs": "tmpfs", "write_cache": "write through"}, "targets.x.write_cache", "only loop and device targets"),
+        ("x", {"kind": "dir", "write_cache": "write back"}, "targets.x.write_cache", "only loop and device targets"),
         ("x", {"fs": "btrfs", "log": {"size_mb": 64}}, "targets.x.log", "xfs or ext4"),
         ("x", {"fs": "ext3", "log": {"size_mb": 64}}, "targets.x.log", "xfs or ext4"),
         ("x", {"fs": "tmpfs", "log": {"size_mb": 64}}, "targets.x.log", "not tmpfs tmpfs"),
@@ -349,7 +350,7 @@ def test_write_cache_is_restored_and_applies_to_the_log(scratch):
 
 @root
 def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch):
-    real_write, real_read = targets.write_sys, targets.read_sys
+    real_write, real_read = writecache.write_sys, writecache.read_sys
 
     def refuse(path, value):
         if Path(path).name == "write_cache":
@@ -359,8 +360,8 @@ def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch)
     def read(path):  # whatever a loop device was left at, it now needs changing
         return "write back" if Path(path).name == "write_cache" else real_read(path)
 
-    monkeypatch.setattr(targets, "write_sys", refuse)
-    monkeypatch.setattr(targets, "read_sys", read)
+    monkeypatch.setattr(writecache, "write_sys", refuse)
+    monkeypatch.setattr(writecache, "read_sys", read)
     with pytest.raises(TargetError) as e:
         with provision(spec_for("ext4", write_cache="write through"), scratch):
             pass

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from boatload import targets
+from boatload.targets import loop as loop_kind
 from boatload.ledger import Ledger
 from boatload.cleanup import cleanup
 from boatload.targets import provision
@@ -175,7 +175,7 @@ def test_cleanup_leaves_live_runs_alone(scratch):
 @root
 def test_existing_file_at_image_path_is_never_formatted(scratch, monkeypatch):
     token = f"{os.getpid()}-fixed"
-    monkeypatch.setattr(targets, "token", lambda: token)
+    monkeypatch.setattr(loop_kind, "token", lambda: token)
     victim = scratch / "images" / f"ext4-{token}.img"
     victim.parent.mkdir(parents=True)
     victim.write_bytes(b"precious" * 1000)
@@ -190,7 +190,7 @@ def test_existing_file_at_image_path_is_never_formatted(scratch, monkeypatch):
 @root
 def test_image_swapped_before_mkfs_is_not_formatted(scratch, monkeypatch):
     """Someone replaces the image between creation and formatting: refuse."""
-    real_run = targets.run
+    real_run = loop_kind.run
     victim = {}
 
     def run(argv, *a, **k):
@@ -201,7 +201,7 @@ def test_image_swapped_before_mkfs_is_not_formatted(scratch, monkeypatch):
             victim["path"] = img
         return real_run(argv, *a, **k)
 
-    monkeypatch.setattr(targets, "run", run)
+    monkeypatch.setattr(loop_kind, "run", run)
     with pytest.raises(TargetError, match="refusing to format"):
         with provision(spec_for("ext4"), scratch):
             pass

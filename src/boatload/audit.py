@@ -223,6 +223,10 @@ def _disk(prov: dict, results: Path, studies: list[str]) -> dict:
         "backing_fs": sorted({t.get("backing_fs") for t in loops if t.get("backing_fs")}),
         "image_mb_min": min((t["size_mb"] for t in loops if t.get("size_mb")), default=None),
         "image_mb_max": max((t["size_mb"] for t in loops if t.get("size_mb")), default=None),
+        # the user's own hardware: device and mount targets, and what each sat on
+        "device_targets": sum(1 for t in targets if t.get("kind") == "device"),
+        "mount_targets": sum(1 for t in targets if t.get("kind") == "mount"),
+        "own_hardware": [f"{t['name']}: {t['on']}" for t in targets if t.get("kind") in ("device", "mount") and t.get("on")],
         "loop_direct_io": sum(1 for v in direct.values() if v),
         "loop_buffered": sum(1 for v in direct.values() if not v),
     }

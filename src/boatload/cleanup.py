@@ -20,14 +20,14 @@ from boatload.hostops import (
     run, shm_dir, why,
 )
 from boatload.ledger import Ledger, pid_alive
-from boatload.memlimit import find_leftovers
+from boatload.memlimit import Leftovers, find_leftovers
 from boatload.signals import deferred_signals
-from boatload.targets import loop_write_cache, restore_write_cache, unmount
+from boatload.targets import handover, loop_write_cache, restore_write_cache, unmount
 from boatload.targetspec import WRITE_CACHE, NeedsRoot, TargetError
 from boatload.tools import find as find_tool
 
 
-def cleanup(scratch: Path, force: bool = False) -> list[str]:
+def cleanup(scratch: Path, force: bool = False, only_pid: int | None = None) -> list[str]:
     """Undo what killed runs left under `scratch`; one human line per action.
 
     Finds leftovers in the ledger (not released, and the creating process is
@@ -43,7 +43,8 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
     outside the scratch directory except our cgroups and log images. Raises
     NeedsRoot if mounts, loop devices, cgroups or swap need undoing and we are
     not root (before doing anything), and TargetError (with `.done`, the lines
-    of what did succeed) if some step failed.
+    of what did succeed) if some step failed. `only_pid`: undo just what that
+    (exited) process made, e.g. a `boatload target up` (its memory limits are none).
     """
     scratch = Path(scratch).resolve()
     mnt_dir, img_dir, dirs_dir = scratch / "mnt", scratch / "images", scratch / "dirs"
@@ -56,6 +57,8 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
     resources = {rid: r for rid, r in ledger.resources().items() if not r.released}
 
     def dead(pid, start=None) -> bool:
+        if only_pid is not None:
+            return pid == only_pid
         return force or not pid_alive(pid, start)
 
     # pid start times the ledger knows, by path (for the scan)
@@ -64,6 +67,9 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
         starts.setdefault(r.path, (r.pid, r.pid_start))
 
     def dead_by_name(name: str, regex, path: str) -> bool:
+        if only_pid is not None:
+            m = regex.match(name)
+            return bool(m) and int(m["pid"]) == only_pid
         if force:
             return True
         m = regex.match(name)
@@ -129,7 +135,7 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
             if p not in live and p not in table and regex.match(n) and dead_by_name(n, regex, p):
                 table.setdefault(p, [])
 
-    mem = find_leftovers(scratch, ledger, force)
+    mem = find_leftovers(scratch, ledger, force) if only_pid is None else Leftovers(ledger)
     mounted = [mp for mp in mounts if mount_at(mp) is not None]
     privileged = mem.privileged()
     if (mounted or loops or privileged) and not is_root():
@@ -158,7 +164,12 @@ def cleanup(scratch: Path, force: bool = False) -> list[str]:
                     done.append(f"{how} {mp} ({e.fstype} from {e.source})" if e else f"{how} {mp}")
             except TargetError as err:
                 failed.append(f"unmount {mp}: {err}")
-        # 1b. modelled devices' stacks (loop on FUSE, nbdfuse, nbdkit), under the file systems just unmounted
+        # 1b. what the config handed over: a user's device (write cache, our file system), a run's
+        # directory under a mount target
+        handed_done, handed_failed = handover.undo(ledger, resources, dead, scratch)
+        done += handed_done
+        failed += handed_failed
+        # 1c. modelled devices' stacks (loop on FUSE, nbdfuse, nbdkit), under the file systems just unmounted
         nbd_done, nbd_failed = devmodel_leftovers.undo(scratch, force)
         done += nbd_done
         failed += nbd_failed

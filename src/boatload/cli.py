@@ -103,6 +103,45 @@ def _cmd_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_devices(args: argparse.Namespace) -> int:
+    from boatload.devices import render, survey
+    from boatload.paths import scratch_dir
+
+    rows = survey(Path(args.scratch) if args.scratch else scratch_dir())
+    print(json.dumps(rows, indent=2) if args.json else "\n".join(render(rows)))
+    return 0
+
+
+def _cmd_target(args: argparse.Namespace) -> int:
+    from boatload.cleanup import cleanup
+    from boatload.config import load
+    from boatload.paths import scratch_dir
+    from boatload.targets import TargetError, updown
+    from boatload.targets.guard import refusals
+    from boatload.targets.mount import refusals as mount_refusals
+    from boatload.targetspec import parse_target
+
+    scratch = Path(args.scratch) if args.scratch else scratch_dir()
+    try:
+        if args.action == "down":
+            for line in updown.down(args.name, scratch, cleanup):
+                print(f"boatload target down: {line}")
+            return 0
+        config = load(Path(args.configfile))
+        if args.name not in config["targets"]:
+            raise TargetError(f"targets.{args.name}: not in {args.configfile} (it has {', '.join(sorted(config['targets']))})")
+        spec = parse_target(args.name, config["targets"][args.name])
+        updown.ensure_down(spec.name, scratch)
+        problems = refusals(spec, scratch) + mount_refusals(spec, scratch)
+        if problems:
+            raise TargetError("; ".join(problems) if len(problems) == 1 else "\n  - ".join(["refused:", *problems]))
+        updown.up(spec, scratch)
+    except (TargetError, ConfigError) as exc:
+        print(f"boatload target {args.action}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _cmd_paper(args: argparse.Namespace) -> int:
     from boatload.paper import build_paper
     from boatload.paths import repo_root
@@ -204,6 +243,18 @@ def parser() -> argparse.ArgumentParser:
     clean.add_argument("--profile", help="slurm: clean up on every node of the config's cluster, through srun")
     clean.add_argument("--configfile", default="config/config.yaml", help="with --profile slurm: the config naming the nodes")
     clean.set_defaults(func=_cmd_cleanup)
+
+    devices = sub.add_parser("devices", help="every block device, what uses it, and whether boatload would format it")
+    devices.add_argument("--json", action="store_true", help="a JSON list of {path, identity, accepted, reason, ...}")
+    devices.add_argument("--scratch", help="scratch directory (default: $BOATLOAD_SCRATCH or results/scratch)")
+    devices.set_defaults(func=_cmd_devices)
+
+    target = sub.add_parser("target", help="bring one configured target up for your own tools, or down again")
+    target.add_argument("action", choices=["up", "down"])
+    target.add_argument("name", help="a target of the config (targets.<name>)")
+    target.add_argument("--configfile", default="config/config.yaml", help="(up) the config naming it (default: %(default)s)")
+    target.add_argument("--scratch", help="scratch directory (default: $BOATLOAD_SCRATCH or results/scratch)")
+    target.set_defaults(func=_cmd_target)
 
     paper = sub.add_parser("paper", help="compile the paper from results/")
     paper.add_argument("--out", default="results/paper/paper.pdf")

@@ -45,6 +45,8 @@ def _required_tools(spec: TargetSpec) -> list[str]:
         return ["mount", "umount"]
     if spec.kind == "loop":
         return [MKFS[spec.fs][0], "losetup", "mount", "umount"]
+    if spec.kind == "device":
+        return [MKFS[spec.fs][0], "wipefs", "mount", "umount"]
     return []
 
 

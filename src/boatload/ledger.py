@@ -2,7 +2,7 @@
 
 `<scratch>/ledger.jsonl` holds one JSON object per line:
 
-    {"op": "create",  "id": "…", "kind": "image|loop|mount|dir|cgroup|swap", "path": "…",
+    {"op": "create",  "id": "…", "kind": "image|loop|mount|dir|cgroup|swap|device|userdir", "path": "…",
      "pid": 123, "pid_start": "…", "time": 1700000000.0}
     {"op": "note",    "id": "…", <more facts: inode, dev, device, …>}
     {"op": "release", "id": "…", "pid": 456, "time": …, "by": "teardown|cleanup"}
@@ -19,11 +19,14 @@ the system, so it does not depend on the ledger alone.
 "loop", the mount point for "mount", the directory for "dir", the cgroup
 directory of a memory limit for "cgroup" (e.g.
 `/sys/fs/cgroup/memory/boatload-<pid>-<rand>`), the swap file for "swap"
-(under `<scratch>/swap/`); for a modelled device (boatload.devmodel), the
-stack's directory `<scratch>/nbd/<name>-<pid>-<rand>` for "nbd", its FUSE
-mount point for "fuse", the nbdkit or nbdfuse process for "daemon" (`path`
-the stack's socket or FUSE mount, the process's `daemon_pid` and
-`daemon_start` noted once it runs).
+(under `<scratch>/swap/`), the user's block device a `device` target
+formats for "device" (`/dev/sdb`: its write cache is put back), and the
+`boatload-<pid>-<rand>` directory a run makes under a `mount` target's path
+for "userdir"; for a modelled device (boatload.devmodel), the stack's
+directory `<scratch>/nbd/<name>-<pid>-<rand>` for "nbd", its FUSE mount
+point for "fuse", the nbdkit or nbdfuse process for "daemon" (`path` its
+pidfile or FUSE mount, the process's `daemon_pid` and `daemon_start` noted
+once it runs).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from pathlib import Path
 
 __all__ = ["Ledger", "Resource", "KINDS", "pid_start", "pid_alive"]
 
-KINDS = ("image", "loop", "mount", "dir", "cgroup", "swap", "nbd", "fuse", "daemon")
+KINDS = ("image", "loop", "mount", "dir", "cgroup", "swap", "device", "userdir", "nbd", "fuse", "daemon")
 LEDGER_NAME = "ledger.jsonl"
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from boatload.errors import ConfigError
 from boatload.studies import names, study
+from boatload import capacity
 from boatload.capacity import spec_of
 
 MiB = 1 << 20
@@ -102,6 +103,9 @@ def needs(run: Run) -> Needs:
         out.tools |= {f"mkfs.{fs}", "losetup", "mount", "umount"}
         if spec.log_size_mb:
             out.shm_bytes += spec.log_size_mb * MiB
+    elif kind == "device":
+        out.mount = True
+        out.tools |= {f"mkfs.{fs}", "wipefs", "mount", "umount"}
     elif kind == "tmpfs":
         out.mount = True
         out.tools |= {"mount", "umount"}
@@ -120,7 +124,7 @@ def needs(run: Run) -> Needs:
 
 # Rough cost of making and removing a target, for the time estimate only:
 # mkfs writes inode tables and journals up front (lazy_itable_init=0).
-ESTIMATE_PROVISION_S = {"loop": 1.0, "tmpfs": 0.1, "dir": 0.0}
+ESTIMATE_PROVISION_S = {"loop": 1.0, "device": 1.0, "tmpfs": 0.1, "mount": 0.0, "dir": 0.0}
 ESTIMATE_MKFS_MB_PER_S = 2000
 
 
@@ -130,4 +134,6 @@ def estimate_s(run: Run) -> float:
     provision = ESTIMATE_PROVISION_S.get(spec.kind, 0.0)
     if spec.kind == "loop":
         provision += spec.size_mb / ESTIMATE_MKFS_MB_PER_S
+    elif spec.kind == "device":
+        provision += (capacity.size_bytes(spec) or 0) / MiB / ESTIMATE_MKFS_MB_PER_S
     return provision + float(study(run.study).estimate_s(run.job))

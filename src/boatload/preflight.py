@@ -24,6 +24,9 @@ from boatload import memlimit, plan, system, tools
 from boatload.studies import registry, study
 from boatload.hostops import statfs_type  # the names NO_SWAP_FS uses
 from boatload.swapfiles import NO_SWAP_FS
+from boatload.capacity import spec_of
+from boatload.targets.guard import refusals
+from boatload.targets.mount import refusals as mount_refusals
 
 GiB = 1 << 30
 # Raw results (a JSON document per run, intervals and interference records
@@ -120,11 +123,22 @@ def check(config: dict, pending: list[plan.Run], scratch: Path, results: Path, *
         report.problems.append(f"tool {command}{package} is not installed; {', '.join(sorted(wanted[command]))} need it")
     report.machine.append(f"tools: {len(wanted) - len(absent)} of {len(wanted)} needed found")
 
+    _check_targets(report, pending, scratch, os.geteuid() if euid is None else euid)
     if root:
         _check_kernel(report, pending, needs, scratch, scratch_fs)
     _check_memory(report, config, pending, ram)
     _check_space(report, pending if root else [], needs, scratch, scratch_fs, results)
     return report
+
+
+def _check_targets(report: Report, pending, scratch: Path, euid: int) -> None:
+    """The user's own hardware: every device target behind the guard, every mount target checked."""
+    seen = {}
+    for run in pending:
+        seen.setdefault(run.target, run.job["target"])
+    for name in sorted(seen):
+        spec = spec_of(seen[name])
+        report.problems += refusals(spec, scratch, euid=euid) + mount_refusals(spec, scratch)
 
 
 def _check_kernel(report: Report, pending, needs, scratch: Path, scratch_fs: str) -> None:

@@ -37,6 +37,33 @@ def conditions(docs: list[dict]) -> dict:
     return out
 
 
+def hardware_words(facts: dict | None) -> str | None:
+    """"QEMU HARDDISK, 256 MiB, rotational, write cache write back, 512/4096-byte blocks"."""
+    if not facts:
+        return None
+    words = [facts.get("model") or ("loop device on " + facts["backing_file"] if facts.get("backing_file") else "disk")]
+    words.append(f"{facts.get('size_bytes', 0) / 2**20:,.0f} MiB")
+    if facts.get("rotational") is not None:
+        words.append("rotational" if facts["rotational"] else "non-rotational")
+    if facts.get("write_cache"):
+        words.append(f"write cache {facts['write_cache']}")
+    if facts.get("logical_block_size"):
+        words.append(f"{facts['logical_block_size']}/{facts.get('physical_block_size')}-byte blocks")
+    return ", ".join(words)
+
+
+def placed_on(kind: str, p: dict) -> str | None:
+    """What the target's file system sat on, in words (for the targets tables and the threats section)."""
+    if kind == "device":
+        log = hardware_words(p.get("log_device_facts"))
+        return f"device {hardware_words(p.get('device'))}" + (f"; log on {log}" if log else "")
+    if kind == "mount":
+        return f"mounted {p.get('kernel_fs')} from {p.get('mount_source')} at {p.get('mount_path')}"
+    if kind == "loop":
+        return f"loop image on the host's {p.get('backing_fs_mount') or p.get('backing_fs')}"
+    return None
+
+
 def gather(raw: list[Path], config_path: str, scale: str, order_seed: int | None = None) -> dict:
     docs = [json.loads(Path(p).read_text()) for p in sorted(map(str, raw))]
     if not docs:
@@ -58,6 +85,10 @@ def gather(raw: list[Path], config_path: str, scale: str, order_seed: int | None
             "mount_options": ",".join(p.get("mount_options") or []),
             "backing_fs": p.get("backing_fs_mount") or p.get("backing_fs"),
             "substituted": t.get("substituted"),
+            # the user's own hardware: a device's sysfs facts (serial only hashed), a mount's source
+            "hardware": p.get("device"),
+            "log_hardware": p.get("log_device_facts"),
+            "on": placed_on(t["kind"], p),
         }
     for doc in docs:
         build = build or (doc["result"].get("worker_result") or {}).get("worker", {})

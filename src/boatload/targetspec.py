@@ -4,6 +4,7 @@ It imports nothing of boatload, so every layer may use it."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -23,11 +24,14 @@ class NeedsRoot(TargetError):
 # --------------------------------------------------------------------------
 # specs
 
-KINDS = ("tmpfs", "loop", "dir")
+KINDS = ("tmpfs", "loop", "device", "mount", "dir")
 LOOP_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
-FS_BY_KIND = {"tmpfs": ("tmpfs",), "loop": LOOP_FS, "dir": ("dir",)}
-FILESYSTEMS = ("tmpfs", *LOOP_FS, "dir")
-FIELDS = ("kind", "fs", "size_mb", "mkfs_options", "mount_options", "write_cache", "log")
+FS_BY_KIND = {"tmpfs": ("tmpfs",), "loop": LOOP_FS, "device": LOOP_FS, "mount": ("mount",), "dir": ("dir",)}
+FILESYSTEMS = ("tmpfs", *LOOP_FS, "mount", "dir")
+FIELDS = ("kind", "fs", "size_mb", "mkfs_options", "mount_options", "write_cache", "log", "device", "wipe", "path")
+# the kinds that make a file system (mkfs) and the fields only some kinds take
+FORMATTED = ("loop", "device")
+SIZED = ("tmpfs", "loop")  # a device has its own size, a mount its own free space
 WRITE_CACHE = ("write back", "write through")
 LOG_FS = ("xfs", "ext4")  # file systems that take an external log / journal here
 # external log sizes: mkfs.xfs (xfsprogs >= 5.19) wants at least 64 MB and at most
@@ -57,31 +61,36 @@ MKFS_VERSION_FLAG = {"mkfs.xfs": "-V", "mkfs.btrfs": "--version"}  # e2fsprogs: 
 @dataclass(frozen=True)
 class TargetSpec:
     name: str  # config key, e.g. "ext4"
-    kind: str  # "tmpfs" | "loop" | "dir"
-    fs: str  # "tmpfs", "ext2", "ext3", "ext4", "xfs", "btrfs", or "dir"
-    size_mb: int = DEFAULT_SIZE_MB
+    kind: str  # "tmpfs" | "loop" | "device" | "mount" | "dir"
+    fs: str  # "tmpfs", "ext2", "ext3", "ext4", "xfs", "btrfs", "mount" or "dir"
+    size_mb: int | None = DEFAULT_SIZE_MB  # None for device and mount: theirs
     mkfs_options: tuple[str, ...] = ()
     mount_options: tuple[str, ...] = ()
     write_cache: str | None = None  # "write back" | "write through"; None: "write back"
     log_size_mb: int | None = None  # external log / journal on /dev/shm
+    device: str | None = None  # kind device: the block device to format
+    wipe: str | None = None  # its identity (boatload.blockdev.identity): leave to erase what is on it
+    log_device: str | None = None  # kind device: the external log / journal's device
+    log_wipe: str | None = None
+    path: str | None = None  # kind mount: the root of a mounted file system
 
     def to_dict(self) -> dict:
         """Plain data (lists, not tuples); `parse_target(d["name"], d)` gives the spec back.
 
         `write_cache` and `log` appear only when set, so specs without them
         look as they always did."""
-        d = {
-            "name": self.name,
-            "kind": self.kind,
-            "fs": self.fs,
-            "size_mb": self.size_mb,
-            "mkfs_options": list(self.mkfs_options),
-            "mount_options": list(self.mount_options),
-        }
-        if self.write_cache is not None:
-            d["write_cache"] = self.write_cache
+        d = {"name": self.name, "kind": self.kind, "fs": self.fs}
+        if self.size_mb is not None:
+            d["size_mb"] = self.size_mb
+        d["mkfs_options"] = list(self.mkfs_options)
+        d["mount_options"] = list(self.mount_options)
+        for key in ("device", "wipe", "path", "write_cache"):
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
         if self.log_size_mb is not None:
             d["log"] = {"size_mb": self.log_size_mb}
+        if self.log_device is not None:
+            d["log"] = {"device": self.log_device, **({"wipe": self.log_wipe} if self.log_wipe is not None else {})}
         return d
 
 
@@ -153,24 +162,13 @@ def parse_target(name: str, mapping: dict) -> TargetSpec:
             f"{where}.fs: kind {kind!r} takes {' or '.join(FS_BY_KIND[kind])}, got {fs!r}"
         )
 
-    size_mb = mapping.get("size_mb", DEFAULT_SIZE_MB)
-    if type(size_mb) is not int or size_mb <= 0:  # bool is not a size
-        raise TargetError(f"{where}.size_mb: expected a positive integer, got {size_mb!r}")
-    if kind == "dir":
-        if size_mb != DEFAULT_SIZE_MB:
-            raise TargetError(f"{where}.size_mb: not used by kind 'dir' (a plain directory has no size)")
-    else:
-        if size_mb < MIN_SIZE_MB[fs]:
-            raise TargetError(f"{where}.size_mb: {fs} needs at least {MIN_SIZE_MB[fs]} MB, got {size_mb}")
-        if size_mb > MAX_SIZE_MB:
-            raise TargetError(f"{where}.size_mb: at most {MAX_SIZE_MB} MB (16 TiB), got {size_mb}")
-
+    size_mb = _size(where, kind, fs, mapping)
     mkfs_options = _options(f"{where}.mkfs_options", mapping.get("mkfs_options", ()), mount=False)
-    if mkfs_options and kind != "loop":
-        raise TargetError(f"{where}.mkfs_options: not used by kind {kind!r} (only loop images are formatted)")
+    if mkfs_options and kind not in FORMATTED:
+        raise TargetError(f"{where}.mkfs_options: not used by kind {kind!r} (only loop and device targets are formatted)")
     mount_options = _options(f"{where}.mount_options", mapping.get("mount_options", ()), mount=True)
-    if mount_options and kind == "dir":
-        raise TargetError(f"{where}.mount_options: not used by kind 'dir' (nothing is mounted)")
+    if mount_options and kind in ("dir", "mount"):
+        raise TargetError(f"{where}.mount_options: not used by kind {kind!r} (boatload mounts nothing)")
     if kind == "tmpfs":
         for i, opt in enumerate(mount_options):
             if opt.split("=", 1)[0] == "size":
@@ -180,39 +178,103 @@ def parse_target(name: str, mapping: dict) -> TargetSpec:
     if write_cache is not None:
         if write_cache not in WRITE_CACHE:
             raise TargetError(f"{where}.write_cache: expected \"write back\" or \"write through\", got {write_cache!r}")
-        if kind != "loop":
-            raise TargetError(f"{where}.write_cache: only loop targets have a write cache to set, not kind {kind!r}")
+        if kind not in FORMATTED:
+            raise TargetError(f"{where}.write_cache: only loop and device targets have a write cache to set, not kind {kind!r}")
 
-    log_size_mb = None
-    log = mapping.get("log")
-    if log is not None:
-        if not isinstance(log, dict):
-            raise TargetError(f"{where}.log: expected a mapping {{size_mb: N}}, got {log!r}")
-        for key in log:
-            if key != "size_mb":
-                raise TargetError(f"{where}.log.{key}: unknown field (expected size_mb)")
-        if kind != "loop" or fs not in LOG_FS:
+    device = _device_field(where, "device", mapping, kind == "device")
+    wipe = _wipe_field(where, "wipe", mapping, kind)
+    path = mapping.get("path")
+    if kind == "mount":
+        if not isinstance(path, str) or not path.startswith("/") or "\0" in path or "\n" in path:
+            raise TargetError(f"{where}.path: expected the absolute path of a mounted file system, got {path!r}")
+        path = os.path.normpath(path)
+    elif path is not None:
+        raise TargetError(f"{where}.path: only kind 'mount' takes a path, not kind {kind!r}")
+    log_size_mb, log_device, log_wipe = _log(where, kind, fs, mapping.get("log"), mkfs_options)
+    if log_device is not None and log_device == device:
+        raise TargetError(f"{where}.log.device: the log must be on another device than {device}")
+    return TargetSpec(name, kind, fs, size_mb, mkfs_options, mount_options, write_cache, log_size_mb,
+                      device, wipe, log_device, log_wipe, path)
+
+
+def _size(where: str, kind: str, fs: str, mapping: dict) -> int | None:
+    if kind not in SIZED and kind != "dir":
+        if "size_mb" in mapping:
+            raise TargetError(f"{where}.size_mb: not used by kind {kind!r} (its size is the {'device' if kind == 'device' else 'mount'}'s)")
+        return None
+    size_mb = mapping.get("size_mb", DEFAULT_SIZE_MB)
+    if type(size_mb) is not int or size_mb <= 0:  # bool is not a size
+        raise TargetError(f"{where}.size_mb: expected a positive integer, got {size_mb!r}")
+    if kind == "dir":
+        if size_mb != DEFAULT_SIZE_MB:
+            raise TargetError(f"{where}.size_mb: not used by kind 'dir' (a plain directory has no size)")
+        return size_mb
+    if size_mb < MIN_SIZE_MB[fs]:
+        raise TargetError(f"{where}.size_mb: {fs} needs at least {MIN_SIZE_MB[fs]} MB, got {size_mb}")
+    if size_mb > MAX_SIZE_MB:
+        raise TargetError(f"{where}.size_mb: at most {MAX_SIZE_MB} MB (16 TiB), got {size_mb}")
+    return size_mb
+
+
+def _device_field(where: str, key: str, mapping: dict, wanted: bool) -> str | None:
+    """`device`: an absolute path under /dev (the guard checks the rest)."""
+    value = mapping.get(key)
+    if value is None:
+        if wanted:
+            raise TargetError(f"{where}.{key}: missing (the block device to format, e.g. /dev/sdb)")
+        return None
+    if not wanted:
+        raise TargetError(f"{where}.{key}: only kind 'device' takes a device")
+    if not isinstance(value, str) or not value.startswith("/dev/") or "\0" in value or "\n" in value:
+        raise TargetError(f"{where}.{key}: expected a block device under /dev, got {value!r}")
+    return value
+
+
+def _wipe_field(where: str, key: str, mapping: dict, kind: str) -> str | None:
+    value = mapping.get(key)
+    if value is None:
+        return None
+    if kind != "device":
+        raise TargetError(f"{where}.{key}: only kind 'device' takes wipe")
+    if not isinstance(value, str) or not value.strip() or "\n" in value:
+        raise TargetError(f"{where}.{key}: expected the device's identity as `boatload devices` prints it, got {value!r}")
+    return value
+
+
+def _log(where: str, kind: str, fs: str, log, mkfs_options) -> tuple[int | None, str | None, str | None]:
+    """`log: {size_mb: N}` (loop: an image in /dev/shm) or `log: {device, wipe}` (device)."""
+    if log is None:
+        return None, None, None
+    keys = ("device", "wipe") if kind == "device" else ("size_mb",)
+    if not isinstance(log, dict):
+        raise TargetError(f"{where}.log: expected a mapping {{{', '.join(f'{k}: ...' for k in keys) if kind == 'device' else 'size_mb: N'}}}, got {log!r}")
+    for key in log:
+        if key not in keys:
+            raise TargetError(f"{where}.log.{key}: unknown field (expected {' or '.join(keys)})")
+    if kind not in FORMATTED or fs not in LOG_FS:
+        raise TargetError(
+            f"{where}.log: an external log is supported for loop and device targets of fs {' or '.join(LOG_FS)}, "
+            f"not {kind} {fs}"
+        )
+    if fs == "ext4":
+        bs = option_value(mkfs_options, "-b")
+        if bs is not None and bs != EXT_JOURNAL_BLOCK_SIZE:
             raise TargetError(
-                f"{where}.log: an external log is supported for loop targets of fs {' or '.join(LOG_FS)}, "
-                f"not {kind} {fs}"
+                f"{where}.mkfs_options: with an external journal the block size is {EXT_JOURNAL_BLOCK_SIZE} "
+                f"(the journal device's), got -b {bs}"
             )
-        if "size_mb" not in log:
-            raise TargetError(f"{where}.log.size_mb: missing (the size of the log image in MB)")
-        log_size_mb = log["size_mb"]
-        if type(log_size_mb) is not int or log_size_mb <= 0:
-            raise TargetError(f"{where}.log.size_mb: expected a positive integer, got {log_size_mb!r}")
-        if not MIN_LOG_MB[fs] <= log_size_mb <= MAX_LOG_MB[fs]:
-            raise TargetError(
-                f"{where}.log.size_mb: an external {fs} log takes {MIN_LOG_MB[fs]} to {MAX_LOG_MB[fs]} MB, got {log_size_mb}"
-            )
-        if fs == "ext4":
-            bs = option_value(mkfs_options, "-b")
-            if bs is not None and bs != EXT_JOURNAL_BLOCK_SIZE:
-                raise TargetError(
-                    f"{where}.mkfs_options: with an external journal the block size is {EXT_JOURNAL_BLOCK_SIZE} "
-                    f"(the journal device's), got -b {bs}"
-                )
-    return TargetSpec(name, kind, fs, size_mb, mkfs_options, mount_options, write_cache, log_size_mb)
+    if kind == "device":
+        return None, _device_field(f"{where}.log", "device", log, True), _wipe_field(f"{where}.log", "wipe", log, kind)
+    if "size_mb" not in log:
+        raise TargetError(f"{where}.log.size_mb: missing (the size of the log image in MB)")
+    log_size_mb = log["size_mb"]
+    if type(log_size_mb) is not int or log_size_mb <= 0:
+        raise TargetError(f"{where}.log.size_mb: expected a positive integer, got {log_size_mb!r}")
+    if not MIN_LOG_MB[fs] <= log_size_mb <= MAX_LOG_MB[fs]:
+        raise TargetError(
+            f"{where}.log.size_mb: an external {fs} log takes {MIN_LOG_MB[fs]} to {MAX_LOG_MB[fs]} MB, got {log_size_mb}"
+        )
+    return log_size_mb, None, None
 
 
 def option_value(options: tuple[str, ...], flag: str) -> str | None:
@@ -227,8 +289,8 @@ def option_value(options: tuple[str, ...], flag: str) -> str | None:
 
 
 def needs_root(spec: TargetSpec) -> bool:
-    """tmpfs and loop targets mount things; only "dir" works without root."""
-    return spec.kind in ("tmpfs", "loop")
+    """tmpfs, loop and device targets mount things; "dir" and "mount" work without root."""
+    return spec.kind in ("tmpfs", "loop", "device")
 
 
 def validated(spec: TargetSpec) -> TargetSpec:

@@ -28,6 +28,8 @@ TOOLS: tuple[Tool, ...] = (
     Tool("losetup", "mount", "util-linux", "attach images to loop devices"),
     Tool("mount", "mount", "util-linux", "mount targets"),
     Tool("umount", "mount", "util-linux", "unmount targets"),
+    Tool("wipefs", "util-linux", "util-linux", "device targets: list and erase signatures"),
+    Tool("blkid", "util-linux", "util-linux", "device targets: probe signatures"),
     Tool("mkswap", "util-linux", "util-linux", "swap files for memory-limited runs"),
     Tool("swapon", "util-linux", "util-linux", "swap files for memory-limited runs"),
     Tool("swapoff", "util-linux", "util-linux", "swap files for memory-limited runs"),

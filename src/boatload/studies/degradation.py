@@ -75,12 +75,12 @@ import subprocess
 
 import polars as pl
 
-from boatload import memlimit, system
+from boatload import capacity, memlimit, system
 from boatload.errors import ConfigError
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
 from boatload.creators import count_files
-from boatload.study import Study, base_job, base_row, settings, settings_schema
+from boatload.study import Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import failure, run_worker
 
@@ -137,6 +137,8 @@ def jobs(config: dict) -> list[dict]:
     out = []
     for target in s["targets"]:
         spec = config["targets"][target]
+        capacity.refuse_mount(target_spec(config, target), study="degradation",
+                              why="measures a fresh file system, then the same after the extra files")
         fields = {k: s[k] for k in ("extra_files", "memory_limit_mb", "file_size_max", "runs", "loop_direct_io")}
         fields["block"] = str(s["block"])
         if spec.get("kind") != "dir" and spec.get("size_mb") is not None:

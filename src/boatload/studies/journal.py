@@ -102,6 +102,8 @@ def jobs(config: dict) -> list[dict]:
     s = settings(config, STUDY)
     files, size, dirs = s["files"], s["file_size"], s["dirs"]
     for name in s["targets"]:
+        capacity.refuse_mount(target_spec(config, name), study="journal",
+                              why="makes its file system with the log inside or on another device")
         capacity.check(target_spec(config, name), study="journal", files=files + dirs + 16,
                        data_bytes=files * -(-max(size, 1) // 4096) * 4096,
                        what=f"{files:,} files of {size:,} bytes", lower="studies.journal.files")

@@ -180,6 +180,7 @@ def jobs(config: dict) -> list[dict]:
     out = []
     for name in s["targets"]:
         target = target_spec(config, name)
+        capacity.refuse_mount(target, study="tmpfs", why="needs a fresh file system per run (an empty cache to fill)")
         for w in s["working_set"]:
             files = working_set_files(w, limit_mb, size_max)
             files_k = bonnie.files_k(files) if "bonnie" in tools else None

@@ -1,0 +1,65 @@
+"""Undoing what a target's provisioning did, shared by every kind and by
+boatload.cleanup (killed runs): unmounting, detaching a loop device that is
+still backed by our image (the write cache is put back by
+boatload.targets.writecache)."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from pathlib import Path
+
+from boatload.hostops import check, loop_devices, mount_at, read_sys, run, why
+from boatload.targetspec import TargetError
+
+
+def unmount(mp: Path, umount: str, tries: int = 5) -> str | None:
+    """Unmount everything on `mp`. Retries while busy, then detaches lazily.
+
+    Returns None if nothing was mounted, else "unmounted" or "unmounted lazily"."""
+    done = None
+    for attempt in range(tries):
+        if mount_at(mp) is None:
+            return done
+        r = run([umount, str(mp)], timeout=120)
+        if r.returncode == 0:
+            done = "unmounted"
+            continue
+        if mount_at(mp) is None:
+            return done or "unmounted"
+        if "busy" not in (r.stderr + r.stdout).lower():
+            raise TargetError(f"`{shlex.join(r.args)}` failed ({why(r)})")
+        time.sleep(0.1 * (attempt + 1))
+    if mount_at(mp) is None:
+        return done
+    print(
+        f"boatload: {mp} is still busy after {tries} tries; detaching it lazily (umount -l). "
+        "The file system goes away once the last user lets go.",
+        file=sys.stderr,
+    )
+    r = run([umount, "-l", str(mp)], timeout=120)
+    if r.returncode != 0 and mount_at(mp) is not None:
+        raise TargetError(f"`{shlex.join(r.args)}` failed ({why(r)})")
+    return "unmounted lazily"
+
+
+def backing_file(device: str) -> str | None:
+    """The kernel's word on what backs a loop device (sysfs), None if it backs nothing."""
+    back = read_sys(Path("/sys/block") / Path(device).name / "loop" / "backing_file")
+    return None if back is None else back.removesuffix(" (deleted)")
+
+
+def detach(device: str, image: Path, losetup: str) -> bool:
+    """Detach `device` if it is still backed by `image`; False if it was gone already.
+    sysfs first: `losetup -l` can miss a device attached a moment ago (a signal
+    right after losetup --find left one attached to a deleted image)."""
+    back = backing_file(device)
+    if back is None:
+        back = next((d["back-file"] for d in loop_devices(losetup) if d["name"] == device), None)
+    if back is None:
+        return False
+    if back != str(image):
+        raise TargetError(f"{device} is now backed by {back!r}, not {image}; leaving it")
+    check(run([losetup, "-d", device], timeout=120), f"detach {device}")
+    return True
