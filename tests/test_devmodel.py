@@ -95,3 +95,38 @@ def test_calc_refuses_bad_arguments_in_one_line():
     with pytest.raises(ValueError) as e:
         native.calc(presets.resolve("hdd-7200", "m"), SIZE, "writeout", "4096", str(SIZE))
     assert str(e.value) == "writeout: each OFF must be a byte offset inside the device"
+
+
+def test_the_preflight_refuses_bad_models_and_missing_fuse_in_one_line_each(tmp_path):
+    """The preflight names each bad field of a modelled target, before anything
+    is made; without /dev/fuse a modelled target is refused in one line."""
+    from pathlib import Path
+
+    import yaml
+
+    from boatload import plan, preflight
+    from boatload.config import validate
+    from boatload.targets import modelled
+    from boatload.targetspec import parse_target
+
+    config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "ci.yaml").read_text())
+    config["targets"] = {
+        "slowdisk": {"kind": "loop", "fs": "ext4", "size_mb": 64, "model": {"preset": "hdd-7200", "seek_track_ms": 9}},
+        "array": {"kind": "loop", "fs": "xfs", "size_mb": 300, "model": "raid-hdd",
+                  "log": {"size_mb": 64, "model": {"preset": "ssd-2008", "read_mbps": -1}}},
+    }
+    config["studies"] = {"forest": {**config["studies"]["forest"], "targets": ["slowdisk", "array"], "scale_files": []}}
+    config = validate(config)
+    report = preflight.check(config, plan.runs(config), tmp_path / "scratch", tmp_path, euid=0)
+    problems = [p for p in report.problems if ".model" in p]
+    assert problems == [
+        "targets.array.log.model.read_mbps must be a number > 0 (got -1)",
+        "targets.slowdisk.model.seek_avg_ms (8.5) must exceed seek_track_ms (9)",
+    ]
+    assert not (tmp_path / "scratch").exists()
+    spec = parse_target("m", {"kind": "loop", "fs": "ext4", "size_mb": 64, "model": "hdd-7200"})
+    assert modelled.refusals(spec) == []
+    assert modelled.refusals(spec, fuse=tmp_path / "no-fuse") == [
+        f"targets.m.model: a modelled device needs FUSE, and {tmp_path / 'no-fuse'} does not exist "
+        "(load the fuse module, or run in a container given /dev/fuse)"
+    ]
