@@ -183,12 +183,24 @@ static double disk_start(const struct dm_disk *d, double now)
     return d->busy_until > now ? d->busy_until : now;
 }
 
+/* While the host is away between the requests of a sequential read, the
+ * drive keeps reading ahead into its buffer, up to READAHEAD_BYTES (assumed:
+ * a buffer segment of drives of the era): the media runs at its rate
+ * whatever the host's own delay between requests. */
+#define READAHEAD_BYTES (2.0 * MIB)
+
 static double disk_read(struct dm *m, struct dm_disk *d, uint64_t off, uint64_t len, double now)
 {
     double t = disk_start(d, now);
     if (d->ndirty && dirty_covers(d, off, off + len)) {
         t += m->p.cache_hit_us;
         m->st.cache_read_hits++;
+    } else if (off == d->last_end && now > d->busy_until) {
+        double idle = now - d->busy_until, cap = READAHEAD_BYTES / dm_rate(m, d->size, off);
+        double ahead = idle < cap ? idle : cap;
+        t = media(m, d, off, len, t) - ahead;
+        if (t < now)
+            t = now; /* all of it already in the buffer */
     } else {
         t = media(m, d, off, len, t);
     }

@@ -111,6 +111,12 @@ static void test_rotation_and_sequential(void)
     /* a stream: no seek, no rotation, the zone's rate (80 MB/s = 80 B/us) */
     double s = dm_read(&m, 4096, 1 << 20, t + again);
     CHECK(NEAR(s - (t + again), (1 << 20) / 80.0, 1), "stream at zone rate: %f", s - (t + again));
+    /* the host comes back 3 ms late: the drive read ahead meanwhile */
+    double late = dm_read(&m, 4096 + (1 << 20), 1 << 20, s + 3000);
+    CHECK(NEAR(late - (s + 3000), (1 << 20) / 80.0 - 3000, 1), "read ahead while idle: %f", late - (s + 3000));
+    /* ... but not beyond its 2 MiB buffer */
+    double later = dm_read(&m, 4096 + (2 << 20), 1 << 20, late + 60000);
+    CHECK(NEAR(later - (late + 60000), 0, 1e-6), "a buffer's worth ahead: %f", later - (late + 60000));
     dm_free(&m);
 }
 

@@ -12,7 +12,7 @@ from typing import Iterator
 from boatload.devmodel import presets
 from boatload.devmodel.calibrate import CALIBRATION_MB, CALIBRATION_MODEL, StackCost, measure
 from boatload.devmodel.stack import Stack, attach, resolve_stack_tools
-from boatload.hostops import Teardown, remove_file, subdir, token
+from boatload.hostops import Teardown, read_sys, remove_file, subdir, token, write_sys
 from boatload.ledger import Ledger
 from boatload.signals import deferred_signals, signals_as_exceptions
 from boatload.targetspec import TargetError
@@ -61,6 +61,22 @@ def model_params(params: dict, where: str, size: int, scratch: Path) -> dict:
     return {**params, **cost.params()}
 
 
+def _write_back(stack: Stack, ledger: Ledger, undo: Teardown) -> None:
+    """The loop driver keeps a device's write cache setting after detaching, so
+    a device found in "write through" would keep every flush from the model:
+    set "write back" (a run's target sets its own, boatload.targets.loop), and
+    put back what was found."""
+    sysfile = Path("/sys/block") / Path(stack.device).name / "queue" / "write_cache"
+    before = read_sys(sysfile)
+    if before is not None and before != "write back":
+        with deferred_signals():
+            loop = next(r for r in reversed(list(ledger.resources().values()))
+                        if r.kind == "loop" and r.facts.get("stack") == str(stack.dir))
+            ledger.note(loop.id, write_cache_before=before)
+            write_sys(sysfile, "write back")
+            undo.step(f"restore write cache of {stack.device}", lambda: write_sys(sysfile, before))
+
+
 @contextmanager
 def modelled_image(image: Path | None, size_mb: int, params: dict, *, scratch: Path, name: str,
                    faults: dict | None = None, calibrated: bool = True) -> Iterator[Stack]:
@@ -76,6 +92,7 @@ def modelled_image(image: Path | None, size_mb: int, params: dict, *, scratch: P
         if image is None:
             image = _make_image(scratch / "nbd", name, size, ledger, undo)
         stack = attach(image, full, scratch=scratch, name=name, ledger=ledger, undo=undo, faults=faults, tools=tools)
+        _write_back(stack, ledger, undo)
         try:
             yield stack
         except BaseException:

@@ -18,7 +18,7 @@ import signal
 import time
 from pathlib import Path
 
-from boatload.hostops import DIR_RE, IMAGE_RE, loop_devices, mount_at, run, why
+from boatload.hostops import DIR_RE, IMAGE_RE, loop_devices, mount_at, run, why, write_sys
 from boatload.ledger import Ledger, pid_alive
 from boatload.tools import find as find_tool
 
@@ -92,8 +92,11 @@ def undo(scratch: Path, force: bool = False) -> tuple[list[str], list[str]]:
     losetup, fusermount, umount = find_tool("losetup"), find_tool("fusermount3"), find_tool("umount")
     for d, resources in stacks.items():
         backing = str(d / "mnt" / "nbd")
+        found = {r.facts.get("device"): r.facts.get("write_cache_before") for r in resources if r.kind == "loop"}
         for dev in loop_devices(losetup):
             if dev["back-file"] == backing:
+                if found.get(dev["name"]) in ("write back", "write through"):  # the driver keeps it after detach
+                    write_sys(Path("/sys/block") / Path(dev["name"]).name / "queue" / "write_cache", found[dev["name"]])
                 r = run([losetup, "-d", dev["name"]], timeout=120)
                 (done if r.returncode == 0 else failed).append(
                     f"detached loop device {dev['name']} (backed by {backing})" if r.returncode == 0

@@ -79,6 +79,25 @@ def resolve(model, where: str) -> dict:
     return params
 
 
+def hardware(target: dict) -> str:
+    """The data device of a target, for result rows: "this machine", or the
+    model's preset (an overridden preset gets a *)."""
+    return _model_name(target.get("model"))
+
+
+def log_hardware(target: dict) -> str | None:
+    """The external log's device: its model, "this machine" (an image in
+    /dev/shm), or None for an internal log."""
+    log = target.get("log")
+    return _model_name(log.get("model")) if log else None
+
+
+def _model_name(model) -> str:
+    if model is None:
+        return "this machine"
+    return model if isinstance(model, str) else f"{model.get('preset')}*"
+
+
 def check(params: dict, where: str, size: int, stack_us: float = 0.0) -> None:
     """The model's own checks (params.c), including that no request is
     cheaper than the stack's own cost `stack_us`; one line naming the field."""
