@@ -102,5 +102,5 @@ def provision(spec: TargetSpec, scratch: Path) -> Iterator[Provisioned]:
             if checked.model or checked.log_model:
                 dead = modelled.failure(scratch)  # the device died under the run: say that, in one line
                 if dead:
-                    raise TargetError(dead) from None
+                    raise modelled.DeviceDied(dead) from None
             raise

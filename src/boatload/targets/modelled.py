@@ -22,6 +22,10 @@ from boatload.targets.teardown import backing_file
 from boatload.targetspec import TargetError, TargetSpec, plain_model
 
 
+class DeviceDied(TargetError):
+    """A modelled device's nbdkit died under a run: the run failed, not the config."""
+
+
 def resolved(model, where: str) -> dict:
     """The model's parameters from a spec's `model` (checked, naming the field)."""
     return presets.resolve(plain_model(model), where)
