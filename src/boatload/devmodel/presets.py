@@ -49,8 +49,12 @@ def presets() -> dict[str, dict]:
 
 def describe(name: str) -> dict:
     """A preset as the data file gives it: description, parameters, sources."""
-    raw = yaml.safe_load((repo_root() / "data" / "devmodels.yaml").read_text())["presets"]
-    return raw[name]
+    return describe_all()[name]
+
+
+def describe_all() -> dict[str, dict]:
+    """Every preset as the data file gives it (the paper's models appendix)."""
+    return yaml.safe_load((repo_root() / "data" / "devmodels.yaml").read_text())["presets"]
 
 
 def resolve(model, where: str) -> dict:
