@@ -55,7 +55,7 @@ def main() -> int:
                     zone = size // params.get("zones", 16)
                     r = fiocheck.seq_read(stack.device, size, params, length=length, area=zone)
                     print(f"{name:<10} {r['what']:<34} {r['n']:>6} {r['mbps']:>6.1f}MB/s {r['trimmed_mbps']:>6.1f}MB/s "
-                          f"{r['expected_mbps']:>6.1f}MB/s {r['ratio']:>6.2f}")
+                          f"{r['expected_mbps']:>6.1f}MB/s {r['ratio']:>6.2f} (median request: {r['median_ratio']:.2f})")
                     r = fiocheck.fsync_writeout(stack.device, size, params, blocks=a.blocks)
                     # the goal: at least the least the model can take; above the most is the stack's own time
                     where = ("below" if r["fsync_us"] < r["least_us"] else

@@ -4,9 +4,10 @@ against what its parameters give (devmodel-calc); flushes counted by the
 model; the error filter; nbdkit dying; signals and SIGKILL + cleanup leaving
 nothing. Images live in the test's own tmp directory.
 
-The accuracy checks compare means without the slowest 2 % of requests
-(boatload.devmodel.fiocheck says why) and need a machine that is not
-overloaded: on a loaded one every request comes back late."""
+The accuracy checks compare means without the slowest 2 % of requests (a
+sequential read and the SSD: the median request), as
+boatload.devmodel.fiocheck says why, and need a machine that is not overloaded: on a loaded one every
+request comes back late."""
 
 import os
 import signal
@@ -52,7 +53,8 @@ def test_random_reads_take_the_models_mean_service_time(tmp_path, scratch, prese
     with modelled_image(image(tmp_path, size_mb), size_mb, params, scratch=scratch, name=preset) as stack:
         r = fiocheck.random_read(stack.device, size_mb * MiB, params, seconds=3)
     assert r["n"] > 100
-    assert abs(r["ratio"] - 1) <= TOLERANCE, r
+    # the SSD's reads all cost the same in the model: its median request (fiocheck)
+    assert abs(r["median_ratio" if params["kind"] == "ssd" else "ratio"] - 1) <= TOLERANCE, r
 
 
 @pytest.mark.parametrize("preset, length", [("hdd-7200", 128 * 1024), ("raid-hdd", 256 * 1024)])
@@ -61,7 +63,7 @@ def test_a_sequential_read_runs_at_the_zone_rate(tmp_path, scratch, preset, leng
     size = 1024 * MiB  # a zone of 64 MiB: long enough a stream
     with modelled_image(image(tmp_path, 1024), 1024, params, scratch=scratch, name=preset) as stack:
         r = fiocheck.seq_read(stack.device, size, params, length=length, area=size // params["zones"])
-    assert abs(r["ratio"] - 1) <= TOLERANCE, r
+    assert abs(r["median_ratio"] - 1) <= TOLERANCE, r
 
 
 @pytest.mark.parametrize("preset", ["hdd-7200", "raid-hdd"])
