@@ -36,8 +36,3 @@ def median(samples: list[float]) -> float:
     n = len(s)
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
 
-
-def percentile(samples: list[float], q: float) -> float:
-    """The `q` quantile (0 to 1) of the samples, nearest rank."""
-    s = sorted(samples)
-    return s[min(len(s) - 1, max(0, round(q * (len(s) - 1))))]
