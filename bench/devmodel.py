@@ -50,7 +50,7 @@ def main() -> int:
                         fiocheck.random_read(stack.device, size, params, 0.01, seconds=a.seconds),
                     ):
                         print(f"{name:<10} {r['what']:<34} {r['n']:>6} {r['mean_us']:>8.0f}us {r['trimmed_us']:>8.0f}us "
-                              f"{r['expected_us']:>8.0f}us {r['ratio']:>6.2f}")
+                              f"{r['expected_us']:>8.0f}us {r['ratio']:>6.2f} (median request: {r['median_ratio']:.2f})")
                     length = 256 * 1024 if params["kind"] == "raid" else 128 * 1024
                     zone = size // params.get("zones", 16)
                     r = fiocheck.seq_read(stack.device, size, params, length=length, area=zone)
