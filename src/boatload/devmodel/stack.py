@@ -210,6 +210,7 @@ def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledge
         ours.close()
         theirs.close()
     _wait_for(lambda: mount_at(mnt) is not None and (mnt / "nbd").exists(), fuse, "nbdfuse", d / "nbdfuse.log", name)
+    _wait_for(lambda: (d / "nbdkit.pid").exists(), kit, "nbdkit", d / "nbdkit.log", name)  # cleanup reads it
     if kit.poll() is not None:
         raise TargetError(f"targets.{name}: nbdkit exited at start (status {kit.returncode}){last_line(d / 'nbdkit.log')}")
 
