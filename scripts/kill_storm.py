@@ -281,13 +281,19 @@ def main(argv: list[str] | None = None) -> int:
         args.config = "config/storm-modelled.yaml"
         with_modelled_target(clone / args.config)
     try:
-        return storm(args, rng, signals, where, clone)
+        ok = storm(args, rng, signals, where, clone)
     finally:
         if DEVICE:
-            DEVICE.detach()
+            DEVICE.detach()  # before the directory holding its image goes
+    if args.keep or not ok:
+        print(f"clone and logs kept in {where}", file=sys.stderr)
+    else:
+        shutil.rmtree(where)
+    return 0 if ok else 1
 
 
-def storm(args, rng, signals, where: Path, clone: Path) -> int:
+def storm(args, rng, signals, where: Path, clone: Path) -> bool:
+    """The rounds and the final run; True if no round left anything and the final run completed."""
     logs = where / "logs"
     logs.mkdir()
     records = []
@@ -317,11 +323,7 @@ def storm(args, rng, signals, where: Path, clone: Path) -> int:
     counts = {s: sum(r["signal"] == s for r in records) for s in signals}
     print(f"{args.kills} rounds ({', '.join(f'{k} {v}' for k, v in counts.items())}), seed {args.seed}: "
           f"{len(bad)} left something or hung; final run {'complete' if complete else 'FAILED'}")
-    if args.keep or bad or not complete:
-        print(f"clone and logs kept in {where}", file=sys.stderr)
-    else:
-        shutil.rmtree(where)
-    return 0 if not bad and complete else 1
+    return not bad and complete
 
 
 if __name__ == "__main__":

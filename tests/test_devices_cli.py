@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from boatload.cleanup import cleanup
 from devicelib import identity, loop_device, signatures, sh
 from targetlib import leftovers, mounts_under, root, write_cache
 
@@ -98,4 +99,6 @@ def test_target_up_then_down_leaves_nothing(tmp_path, world, kind):
             assert write_cache(dev) == cache_before and signatures(dev) == ""
             assert boatload("target", "down", "t", scratch=scratch).returncode == 1  # not up any more
         finally:
+            if leftovers(scratch):  # a failed assertion left the target up: down before the device goes
+                cleanup(scratch, force=True)
             sh("umount", str(userfs))

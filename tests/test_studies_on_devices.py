@@ -64,6 +64,9 @@ def test_forest_at_ci_scale_on_a_device(scratch, tmp_path):
         assert facts["logical_block_size"] == int((sys_queue / "logical_block_size").read_text())
         assert facts["scheduler"] is not None or "[" not in (sys_queue / "scheduler").read_text()
         assert docs[0]["target_provenance"]["mount_source"] == disk
+        # the interference record counts the I/O on the user's device as the target's
+        created = docs[0]["interference"]["phases"][0]["disk"]
+        assert created["target_device"] == Path(disk).name
         prov = gather(raw, "config/ci.yaml", "ci")
         (t,) = prov["targets"]
         assert t["kind"] == "device" and t["hardware"]["identity"] == identity(disk)

@@ -367,3 +367,40 @@ def test_write_cache_refused_by_the_kernel_names_the_field(scratch, monkeypatch)
             pass
     assert str(e.value).startswith("targets.ext4.write_cache: the kernel refused 'write through' for /dev/loop")
     assert leftovers(scratch) == {}
+
+
+@pytest.mark.parametrize(
+    "mapping, field, words",
+    [
+        ({"kind": "device", "device": "/dev/sdb"}, "targets.x.fs", "a device target needs one of ext2"),
+        ({"kind": "device", "fs": "ext4"}, "targets.x.device", "missing"),
+        ({"kind": "device", "fs": "ext4", "device": "sdb"}, "targets.x.device", "under /dev"),
+        ({"kind": "device", "fs": "ext4", "device": "/dev/sdb", "size_mb": 100}, "targets.x.size_mb", "the device's"),
+        ({"kind": "device", "fs": "ext4", "device": "/dev/sdb", "wipe": ""}, "targets.x.wipe", "identity"),
+        ({"kind": "device", "fs": "btrfs", "device": "/dev/sdb", "log": {"device": "/dev/sdc"}}, "targets.x.log", "xfs or ext4"),
+        ({"kind": "device", "fs": "xfs", "device": "/dev/sdb", "log": {"size_mb": 64}}, "targets.x.log.size_mb", "unknown field"),
+        ({"kind": "device", "fs": "xfs", "device": "/dev/sdb", "log": {"device": "/dev/sdb"}}, "targets.x.log.device", "another device"),
+        ({"kind": "loop", "fs": "ext4", "device": "/dev/sdb"}, "targets.x.device", "only kind 'device'"),
+        ({"kind": "loop", "fs": "ext4", "wipe": "x"}, "targets.x.wipe", "only kind 'device'"),
+        ({"kind": "mount"}, "targets.x.path", "absolute path"),
+        ({"kind": "mount", "path": "srv"}, "targets.x.path", "absolute path"),
+        ({"kind": "mount", "path": "/srv", "mkfs_options": ["-q"]}, "targets.x.mkfs_options", "not used by kind 'mount'"),
+        ({"kind": "mount", "path": "/srv", "mount_options": ["noatime"]}, "targets.x.mount_options", "boatload mounts nothing"),
+        ({"kind": "mount", "path": "/srv", "write_cache": "write back"}, "targets.x.write_cache", "only loop and device"),
+        ({"kind": "tmpfs", "path": "/srv"}, "targets.x.path", "only kind 'mount'"),
+    ],
+)
+def test_device_and_mount_fields_name_the_field(mapping, field, words):
+    with pytest.raises(TargetError) as e:
+        parse_target("x", mapping)
+    assert str(e.value).startswith(field + ":") and words in str(e.value), str(e.value)
+
+
+def test_device_and_mount_specs_round_trip():
+    for m in ({"kind": "device", "fs": "xfs", "device": "/dev/sdb", "wipe": "ata-X", "write_cache": "write through",
+               "log": {"device": "/dev/nvme0n1p3", "wipe": "nvme-Y"}},
+              {"kind": "mount", "path": "/srv/scratch/"}):
+        s = parse_target("x", m)
+        d = s.to_dict()
+        assert parse_target(d.pop("name"), d) == s and s.size_mb is None
+    assert parse_target("x", {"kind": "mount", "path": "/srv/scratch/"}).path == "/srv/scratch"

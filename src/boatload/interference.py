@@ -231,6 +231,8 @@ class Monitor:
     sample_s: float = DEFAULTS["run_queue_sample_s"]
     records: list[dict] = field(default_factory=list)
     orchestrator: int | None = field(default_factory=orchestrator_root)
+    # the study's drop_caches: sync and drop the page cache before each measured phase that reads
+    drop_caches: bool = False
 
     def _devices(self) -> list[str]:
         return [d for d in (self.host_device, self.target_device) if d]
@@ -255,6 +257,7 @@ class Monitor:
 
         A phase that is not `measured` (laying out files for the measurement)
         is recorded but never counts as disturbed."""
+        dropped = drop_page_cache() if self.drop_caches and measured and reads(name) else None
         memory = meminfo_mb()
         before = self.snapshot_before()
         samples: list[int] = []
@@ -267,13 +270,13 @@ class Monitor:
             stop.set()
             sampler.join()
             after = self.snapshot_after()
-            self.records.append(self._record(name, tool, measured, before, after, samples, memory))
+            self.records.append(self._record(name, tool, measured, before, after, samples, memory, dropped))
 
     def _sample(self, samples: list[int], stop: threading.Event) -> None:
         while not stop.wait(self.sample_s):
             samples.append(run_queue() - 1)  # less this sampler, which is running as it reads
 
-    def _record(self, name, tool, measured, before: Snapshot, after: Snapshot, samples, memory) -> dict:
+    def _record(self, name, tool, measured, before: Snapshot, after: Snapshot, samples, memory, dropped=None) -> dict:
         seconds = after.mono - before.mono
         me = os.getpid()
         start, end = before.classes(me, self.orchestrator), after.classes(me, self.orchestrator)
@@ -323,7 +326,7 @@ class Monitor:
             "disk": self._disk(before, after),
             "others_io_mb": _others_io(before, after, start, end),
             "memory_at_start": memory,
-            "cache": _cache_state(first=not self.records),
+            "cache": _cache_state(first=not self.records, dropped=dropped),
             "max_other_cpu": self.max_other_cpu,
             "disturbed": measured and competing > limit,
         }
@@ -338,12 +341,33 @@ class Monitor:
         return out
 
 
-def _cache_state(first: bool) -> dict:
-    """Cold or warm: nothing drops the page cache; the first timed phase of an
-    attempt runs on a file system made for it, every later one on what the
-    earlier phases left (in the file system and in the page cache)."""
-    return {"file_system": "fresh" if first else "reused", "caches_dropped": False,
-            "state": "cold" if first else "warm"}
+def _cache_state(first: bool, dropped: str | None = None) -> dict:
+    """Cold or warm: the first timed phase of an attempt runs on a file system
+    made for it, every later one on what the earlier phases left (in the file
+    system and in the page cache), unless the page cache was dropped right
+    before it (`dropped` "yes", or why not)."""
+    return {"file_system": "fresh" if first else "reused", "caches_dropped": dropped == "yes",
+            **({"drop_caches_failed": dropped} if dropped not in (None, "yes") else {}),
+            "state": "cold" if first or dropped == "yes" else "warm"}
+
+
+# Phases that read what earlier ones wrote (meta's open, stat and read; seqio's and randio's reads).
+READING = ("open", "stat", "read", "randio", "mixed")
+
+
+def reads(phase: str) -> bool:
+    return any(word in phase for word in READING)
+
+
+def drop_page_cache() -> str:
+    """sync, then `echo 3 > /proc/sys/vm/drop_caches` (root only): "yes", or why not."""
+    os.sync()
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3")
+    except OSError as e:
+        return f"/proc/sys/vm/drop_caches: {e.strerror}"
+    return "yes"
 
 
 def _top(before: Snapshot, after: Snapshot, start, end, n: int = 3) -> list[dict]:

@@ -128,6 +128,10 @@ def check(config: dict, pending: list[plan.Run], scratch: Path, results: Path, *
     if root:
         _check_kernel(report, pending, needs, scratch, scratch_fs)
     _check_memory(report, config, pending, ram)
+    if not root:
+        dropping = sorted({r.study for r in measured if r.job.get("drop_caches")})
+        report.problems += [f"studies.{name}.drop_caches: needs root (writing /proc/sys/vm/drop_caches); "
+                            "set it to false or run as root" for name in dropping]
     _check_space(report, pending if root else [], needs, scratch, scratch_fs, results)
     return report
 

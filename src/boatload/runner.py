@@ -45,13 +45,15 @@ def settings(job: dict) -> dict:
     return {**interference.DEFAULTS, **(job.get("interference") or {})}
 
 
-def _monitor(provisioned: Provisioned, opts: dict) -> interference.Monitor:
-    device = provisioned.provenance.get("loop_device")
+def _monitor(provisioned: Provisioned, opts: dict, job: dict) -> interference.Monitor:
+    # the block device under the target: our loop device, or the user's device
+    device = provisioned.provenance.get("loop_device") or (provisioned.provenance.get("device") or {}).get("name")
     return interference.Monitor(
         target_device=Path(device).name if device else None,
         host_device=interference.host_disk(scratch_dir()),
         max_other_cpu=opts["max_other_cpu"],
         sample_s=opts["run_queue_sample_s"],
+        drop_caches=bool(job.get("drop_caches")),
     )
 
 
@@ -78,7 +80,7 @@ def _provision_and_measure(spec: TargetSpec, job: dict, measure: Measure, fallba
                         "result": {"status": "skipped", "reason": f"not root: {why}"}}
             spec, substituted = _fallback(spec, why)
             provisioned = stack.enter_context(provision(spec, scratch_dir()))
-        monitor = _monitor(provisioned, opts)
+        monitor = _monitor(provisioned, opts, job)
         with interference.monitoring(monitor):
             result = measure(provisioned, job)
         records = monitor.records

@@ -84,7 +84,7 @@ def settings_schema(description: str, required: list[str], **fields: dict) -> di
         "additionalProperties": False,
         "required": ["targets", *required],
         "properties": {"targets": {"$ref": "#/$defs/target_list"}, "repetitions": {"$ref": "#/$defs/repetitions"},
-                       **fields},
+                       "drop_caches": {"$ref": "#/$defs/drop_caches"}, **fields},
     }
 
 
@@ -112,7 +112,7 @@ def base_job(config: dict, study: str, target: str, point: str, rep: int, **fiel
     """The core every job has: study, scale, target (spec with name), point
     (a path-safe id within the target), rep, and a seed that differs per
     repetition; `fields` are the study's own."""
-    return {
+    job = {
         "study": study,
         "scale": config["scale"],
         "target": target_spec(config, target),
@@ -121,6 +121,10 @@ def base_job(config: dict, study: str, target: str, point: str, rep: int, **fiel
         **fields,
         "seed": config["seed"] + rep,
     }
+    # only when asked for: a job's fields are its identity, and runs without it stay as measured
+    if (config["studies"].get(study) or {}).get("drop_caches"):
+        job["drop_caches"] = True
+    return job
 
 
 def base_row(doc: dict, status: str, reason: str | None) -> dict:

@@ -202,8 +202,8 @@ def parse_target(name: str, mapping: dict) -> TargetSpec:
     if kind is None:
         kind = fs if fs in ("tmpfs", "dir") else "loop"
     if fs is None:
-        if kind == "loop":
-            raise TargetError(f"{where}.fs: missing; a loop target needs one of {', '.join(LOOP_FS)}")
+        if kind in FORMATTED:
+            raise TargetError(f"{where}.fs: missing; a {kind} target needs one of {', '.join(LOOP_FS)}")
         fs = kind
     if fs not in FS_BY_KIND[kind]:
         raise TargetError(
