@@ -81,7 +81,7 @@ class Device:
     def detach(self) -> None:
         if (self.sys("loop/backing_file") or "").removesuffix(" (deleted)") == str(self.image):
             subprocess.run(["losetup", "-d", self.path], check=True)
-        self.image.unlink(missing_ok=True)  # gone with the storm's directory when all went well
+        self.image.unlink()
 
 
 DEVICE: Device | None = None
