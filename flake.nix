@@ -80,6 +80,9 @@
             pkgs.unzip
             pkgs.zip
             pkgs.coreutils
+            pkgs.nbdkit
+            pkgs.libnbd
+            pkgs.fuse3
           ];
 
           worker = pkgs.callPackage ./nix/worker.nix { };
@@ -158,6 +161,7 @@
 
           runtimeEnv = {
             BOATLOAD_WORKER = lib.getExe worker;
+            BOATLOAD_DEVMODEL_DIR = "${worker}/lib/devmodel";
           };
 
           # `nix run .#reproduce` == `make reproduce`: the same Snakefile, run
@@ -247,6 +251,7 @@
               # The worker as `make -C native` builds it in this clone, so that
               # the shell still opens while the C code is being worked on.
               export BOATLOAD_WORKER="$REPO_ROOT/native/build/boatload-worker"
+              export BOATLOAD_DEVMODEL_DIR="$REPO_ROOT/native/build"
             '';
           };
 

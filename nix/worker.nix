@@ -4,6 +4,7 @@
 {
   lib,
   stdenv,
+  nbdkit,
 }:
 
 stdenv.mkDerivation {
@@ -16,6 +17,10 @@ stdenv.mkDerivation {
     root = ../.;
     fileset = lib.fileset.difference ../native (lib.fileset.maybeMissing ../native/build);
   };
+
+  # The device-model filter (native/devmodel/) compiles against nbdkit's
+  # filter API header.
+  buildInputs = [ nbdkit ];
 
   # stdenv's cc wrapper exports CC, which the Makefile picks up.
   buildPhase = ''
@@ -34,6 +39,8 @@ stdenv.mkDerivation {
   installPhase = ''
     runHook preInstall
     install -Dm755 native/build/boatload-worker "$out/bin/boatload-worker"
+    install -Dm755 native/build/devmodel.so "$out/lib/devmodel/devmodel.so"
+    install -Dm755 native/build/devmodel-calc "$out/lib/devmodel/devmodel-calc"
     runHook postInstall
   '';
 

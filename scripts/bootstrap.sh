@@ -34,6 +34,11 @@ table=$(sed -n 's/^ *Tool("\([^"]*\)", "\([^"]*\)".*/\1 \2/p' src/boatload/tools
 while read -r command package; do want "$command" "$package"; done <<EOF
 $table
 EOF
+# the device-model filter (native/devmodel/) builds against nbdkit's filter API
+if [ ! -e /usr/include/nbdkit-filter.h ] && ! command -v nix >/dev/null 2>&1; then
+    missing_commands="$missing_commands nbdkit-filter.h"
+    missing_packages="$missing_packages nbdkit-plugin-dev"
+fi
 if [ "$purpose" = test ]; then
     want pdftotext poppler-utils      # the paper tests read the PDF's text
     want chromium chromium            # the blog pages rendered headless at 1280 and 420 px

@@ -17,7 +17,10 @@ and worker build; nothing in this checkout is touched. With --device-target
 the forest study also runs on a `kind: device` target: a loop device the
 storm attaches to a sparse image of its own (standing in for a user's disk),
 whose write cache must be as found and which nothing may keep mounted after
-each round; the storm detaches it at the end.
+each round; the storm detaches it at the end. With --modelled-target forest
+also runs on a modelled loop target (nbdkit through the device model,
+nbdfuse, a direct-I/O loop device): no nbdkit or nbdfuse process, FUSE
+mount, loop device or stack directory of the clone may be left.
 Exit status 1 if any round left something, hung, or the final run failed.
 """
 
@@ -99,6 +102,36 @@ def with_device_target(config_path: Path, device: Device) -> None:
     config_path.write_text(yaml.safe_dump(config))
 
 
+def with_modelled_target(config_path: Path) -> None:
+    """Add `olddisk`, ext4 on the hdd-7200 device model, to the forest study's targets."""
+    import yaml
+
+    config = yaml.safe_load(config_path.read_text())
+    config["targets"]["olddisk"] = {"kind": "loop", "fs": "ext4", "size_mb": 64, "model": "hdd-7200",
+                                    "mkfs_options": ["-E", "lazy_itable_init=0,lazy_journal_init=0"]}
+    config["studies"]["forest"]["targets"] = [*config["studies"]["forest"]["targets"], "olddisk"]
+    config_path.write_text(yaml.safe_dump(config))
+
+
+def stack_leftovers(scratch: Path) -> list[str]:
+    """A modelled target's stack: its daemons (their command lines name the scratch
+    directory) and directories in <scratch>/nbd (FUSE mounts and loop devices on
+    them are mounts and loops under the scratch directory, found with the others)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        program = Path(cmd.split(b"\0")[0].decode(errors="replace")).name
+        if program in ("nbdkit", "nbdfuse") and str(scratch).encode() in cmd and state != "Z":
+            found.append(f"process {pid} {program}")
+    nbd = scratch / "nbd"
+    found += [f"stack {p}" for p in nbd.iterdir()] if nbd.is_dir() else []
+    return found
+
+
 def leftovers(clone: Path) -> list[str]:
     """Everything of the clone's runs still on the machine."""
     scratch = (clone / "results" / "scratch").resolve()
@@ -112,6 +145,7 @@ def leftovers(clone: Path) -> list[str]:
     found += [f"cgroup {p}" for p in ledger_cgroups(scratch) if Path(p).is_dir()]
     found += [f"log images {p}" for p in shm.glob("*")] if shm.is_dir() else []
     found += [f"swap file {p}" for p in (scratch / "swap").glob("swap-*")] if (scratch / "swap").is_dir() else []
+    found += stack_leftovers(scratch)
     return found + (DEVICE.leftovers() if DEVICE else [])
 
 
@@ -220,6 +254,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the clone and the logs")
     p.add_argument("--device-target", action="store_true",
                    help="also run forest on a device target: a loop device of the storm's own")
+    p.add_argument("--modelled-target", action="store_true",
+                   help="also run forest on a modelled loop target (hdd-7200: nbdkit, nbdfuse, a loop device)")
     args = p.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("kill_storm: needs root (the runs mount file systems)")
@@ -240,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copy(clone / args.config, clone / "config" / "storm-device.yaml")
         args.config = "config/storm-device.yaml"
         with_device_target(clone / args.config, DEVICE)
+    if args.modelled_target:
+        shutil.copy(clone / args.config, clone / "config" / "storm-modelled.yaml")
+        args.config = "config/storm-modelled.yaml"
+        with_modelled_target(clone / args.config)
     try:
         ok = storm(args, rng, signals, where, clone)
     finally:

@@ -10,7 +10,8 @@ from workerlib import SHM
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "native" / "build" / "boatload-worker"
 # What a workflow run needs from the clone; everything else it makes itself.
-WORKFLOW_FILES = ["Snakefile", "profiles", "workflow", "config", "notebooks", "paper", "data/reference", "uv.lock", "pyproject.toml"]
+WORKFLOW_FILES = ["Snakefile", "profiles", "workflow", "config", "notebooks", "paper", "data/reference",
+                  "data/devmodels.yaml", "uv.lock", "pyproject.toml"]
 
 
 @pytest.fixture(scope="session")
@@ -63,6 +64,7 @@ def workdir(tmp_path, worker, monkeypatch) -> Path:
             shutil.copy2(src, dst)
     monkeypatch.setenv("BOATLOAD_ROOT", str(clone))
     monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
+    monkeypatch.setenv("BOATLOAD_DEVMODEL_DIR", str(worker.parent))  # the device-model filter, built beside it
     monkeypatch.setenv("BOATLOAD_SCRATCH", str(clone / "results" / "scratch"))
     yield clone
     assert ours_left(clone) == []

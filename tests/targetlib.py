@@ -89,13 +89,30 @@ def leftovers(scratch: Path) -> dict:
         found["mounts"] = m
     if IS_ROOT and (lo := {**loops_under(scratch), **loops_under(log_image_dir(scratch))}):
         found["loops"] = lo
-    for sub in ("images", "mnt", "dirs"):
+    for sub in ("images", "mnt", "dirs", "nbd"):
         d = scratch / sub
         if d.is_dir() and (names := sorted(os.listdir(d))):
             found[sub] = names
+    if procs := processes_naming(scratch):
+        found["processes"] = procs
     if log_image_dir(scratch).exists():
         found["shm"] = sorted(os.listdir(log_image_dir(scratch))) or ["(empty directory)"]
     return found
+
+
+def processes_naming(path: Path) -> list[str]:
+    """Command lines of running processes that name `path` (a modelled
+    device's nbdkit and nbdfuse do)."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(path).encode() in cmd and state != "Z":
+            out.append(cmd.replace(b"\0", b" ").decode(errors="replace").strip())
+    return out
 
 
 def write_cache(device: str) -> str:

@@ -3,7 +3,8 @@ nothing behind, and a run after them completes. CI runs a few rounds on two
 studies; BOATLOAD_FULL=1 runs more rounds on the whole ci config. Forest also
 runs on a device target (a loop device the storm attaches to an image of its
 own: mkfs, mount, worker, umount), which must be left unmounted with its
-write cache as found."""
+write cache as found, and on a modelled target (nbdkit, nbdfuse, a loop
+device on its FUSE file), whose daemons and stack must be gone."""
 
 import json
 import os
@@ -26,7 +27,7 @@ def test_kill_storm_leaves_nothing_and_the_next_run_completes(tmp_path):
         # Loop images, a memory cgroup and a swap file in well under a minute a run.
         studies = config["studies"]
         studies["forest"]["methods"] = ["worker-1t", "python", "tar"]
-        studies["forest"]["targets"] = ["tmpfs"]  # and the device target the storm adds
+        studies["forest"]["targets"] = ["tmpfs"]  # and the device and modelled targets the storm adds
         config["studies"] = {name: studies[name] for name in ("forest", "tmpfs")}
     configfile = tmp_path / "storm.yaml"
     configfile.write_text(yaml.safe_dump(config))
@@ -35,7 +36,8 @@ def test_kill_storm_leaves_nothing_and_the_next_run_completes(tmp_path):
     # Seed 2 gives INT, TERM, KILL in the first three rounds.
     out = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "kill_storm.py"), "--kills", str(kills), "--seed", "2",
-         "--window", *window, "--config", str(configfile), "--json", str(report), "--device-target"],
+         "--window", *window, "--config", str(configfile), "--json", str(report), "--device-target",
+         "--modelled-target"],
         capture_output=True, text=True, timeout=3600,
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]

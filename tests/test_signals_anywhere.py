@@ -29,7 +29,7 @@ FULL = os.environ.get("BOATLOAD_FULL") == "1"
 # What a run starts: the tools, the worker (paging out in its memory limit)
 # and the Python that puts it into the cgroup.
 TOOLS = {"mkfs.ext3", "mkfs.ext4", "mke2fs", "losetup", "mount", "mkswap", "swapon", "swapoff", "umount",
-         "boatload-worker", "python", "wipefs"}
+         "boatload-worker", "python", "wipefs", "nbdkit", "nbdfuse", "fusermount3"}
 MOMENTS = 30  # one every 0.3 s from the start
 
 
@@ -194,3 +194,45 @@ def test_a_signal_while_a_device_target_runs_leaves_nothing(how, workdir, tmp_pa
                 missed.append(tool)
     print(f"{how} on a device target: every step met but {missed or 'none'}")
     assert "mkfs.ext4" not in missed and len(missed) <= 1, missed
+
+
+# A modelled target (the image served by nbdkit through the device model, nbdfuse,
+# a direct-I/O loop device): the stack's daemons come up before mkfs, go after umount.
+MODELLED_STEPS = [("nbdkit", 0.0), ("nbdfuse", 0.0), ("mkfs.ext4", 0.0), ("mount", 0.0), ("boatload-worker", 0.0),
+                  ("umount", 0.0), ("fusermount3", 0.0)]
+
+
+def daemons_naming(path: Path) -> list[str]:
+    from targetlib import processes_naming
+
+    return [p for p in processes_naming(path) if "nbdkit" in p or "nbdfuse" in p]
+
+
+@pytest.mark.skipif(not Path("/dev/fuse").exists(), reason="a modelled device needs /dev/fuse")
+@pytest.mark.parametrize("how", ["INT to the group", "TERM to the run"])
+def test_a_signal_while_a_modelled_target_runs_leaves_nothing(how, workdir, tmp_path):
+    """No nbdkit or nbdfuse, FUSE mount, loop device or stack directory after each signal."""
+    from boatload.studies import forest
+
+    config = yaml.safe_load((ROOT / "config" / "ci.yaml").read_text())
+    config["targets"] = {"olddisk": {"kind": "loop", "fs": "ext4", "size_mb": 64, "model": "hdd-7200",
+                                     "mkfs_options": ["-E", "lazy_itable_init=0,lazy_journal_init=0"]}}
+    config["studies"] = {"forest": {**config["studies"]["forest"], "targets": ["olddisk"], "shape": [2, 100],
+                                    "methods": ["worker-1t"], "scale_files": []}}
+    job = json.dumps({**forest.jobs(config)[0], "interference": {"redo": 0}})
+    missed = []
+    steps = MODELLED_STEPS if FULL else MODELLED_STEPS[how.startswith("TERM")::2]
+    for tool, after in steps:
+        for attempt in range(3):
+            out = tmp_path / f"modelled-{tool}-{attempt}.json"
+            doing, proc = run_and_signal(workdir, job, out, how, tool=tool, after=after, study="forest")
+            check_nothing_left(workdir, proc, out, (tool, attempt))
+            assert daemons_naming(workdir) == [], (tool, attempt)
+            nbd = workdir / "results" / "scratch" / "nbd"
+            assert not nbd.exists() or os.listdir(nbd) == [], (tool, attempt, os.listdir(nbd))
+            if tool in doing:
+                break
+        else:
+            missed.append(tool)
+    print(f"{how} on a modelled target: every step met but {missed or 'none'}")
+    assert "mkfs.ext4" not in missed and len(missed) <= 2, missed

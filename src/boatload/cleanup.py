@@ -14,6 +14,7 @@ import stat
 import sys
 from pathlib import Path
 
+from boatload.devmodel import leftovers as devmodel_leftovers
 from boatload.hostops import (
     DIR_RE, IMAGE_RE, MOUNT_RE, is_root, loop_devices, mount_at, mountinfo, not_installed, own_private_dir, rmdir_if_empty,
     run, shm_dir, why,
@@ -168,6 +169,10 @@ def cleanup(scratch: Path, force: bool = False, only_pid: int | None = None) -> 
         handed_done, handed_failed = handover.undo(ledger, resources, dead, scratch)
         done += handed_done
         failed += handed_failed
+        # 1c. modelled devices' stacks (loop on FUSE, nbdfuse, nbdkit), under the file systems just unmounted
+        nbd_done, nbd_failed = devmodel_leftovers.undo(scratch, force)
+        done += nbd_done
+        failed += nbd_failed
         # 2. detach loop devices backed by our images
         current = {d["name"]: d["back-file"] for d in loop_devices(losetup)}
         for dev, back in loops.items():

@@ -44,7 +44,8 @@ def _required_tools(spec: TargetSpec) -> list[str]:
     if spec.kind == "tmpfs":
         return ["mount", "umount"]
     if spec.kind == "loop":
-        return [MKFS[spec.fs][0], "losetup", "mount", "umount"]
+        modelled = ["nbdkit", "nbdfuse", "fusermount3"] if spec.model or spec.log_model else []
+        return [MKFS[spec.fs][0], "losetup", "mount", "umount", *modelled]
     if spec.kind == "device":
         return [MKFS[spec.fs][0], "wipefs", "mount", "umount"]
     return []
@@ -56,7 +57,7 @@ def resolve_tools(spec: TargetSpec) -> dict[str, str]:
     for cmd in _required_tools(spec):
         path = find_tool(cmd)
         if path is None:
-            field_ = "fs" if cmd.startswith("mkfs.") else "kind"
+            field_ = "fs" if cmd.startswith("mkfs.") else "model" if cmd in ("nbdkit", "nbdfuse", "fusermount3") else "kind"
             raise TargetError(
                 f"targets.{spec.name}.{field_}: {not_installed(cmd)}; a {spec.kind} target of fs {spec.fs} needs it"
             )

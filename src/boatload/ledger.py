@@ -22,7 +22,11 @@ directory of a memory limit for "cgroup" (e.g.
 (under `<scratch>/swap/`), the user's block device a `device` target
 formats for "device" (`/dev/sdb`: its write cache is put back), and the
 `boatload-<pid>-<rand>` directory a run makes under a `mount` target's path
-for "userdir".
+for "userdir"; for a modelled device (boatload.devmodel), the stack's
+directory `<scratch>/nbd/<name>-<pid>-<rand>` for "nbd", its FUSE mount
+point for "fuse", the nbdkit or nbdfuse process for "daemon" (`path` its
+pidfile or FUSE mount, the process's `daemon_pid` and `daemon_start` noted
+once it runs).
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from pathlib import Path
 
 __all__ = ["Ledger", "Resource", "KINDS", "pid_start", "pid_alive"]
 
-KINDS = ("image", "loop", "mount", "dir", "cgroup", "swap", "device", "userdir")
+KINDS = ("image", "loop", "mount", "dir", "cgroup", "swap", "device", "userdir", "nbd", "fuse", "daemon")
 LEDGER_NAME = "ledger.jsonl"
 
 

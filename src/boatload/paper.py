@@ -24,6 +24,7 @@ from pathlib import Path
 import typst
 
 from boatload.audit import write_audit
+from boatload.devmodel.presets import describe_all as describe_presets
 from boatload.paths import repo_root
 from boatload.results import write_atomic_with
 from boatload.studies import registry
@@ -77,7 +78,9 @@ def _compile(root: Path, results_prefix: str, studies: list[str], when: dt.datet
         # fleet: paper/fleet.typ reads tables/fleet-summary.json
         sys_inputs={"results": results_prefix, "studies": ",".join(studies),
                     "titles": json.dumps({s: registry()[s].title for s in studies}),
-                    "fleet": "1" if fleet else ""},
+                    "fleet": "1" if fleet else "",
+                    # the models appendix: the device models' presets (data/devmodels.yaml)
+                    "devmodels": json.dumps(describe_presets())},
         timestamp=when,
     )
 

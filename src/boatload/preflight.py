@@ -25,6 +25,7 @@ from boatload.studies import registry, study
 from boatload.hostops import statfs_type  # the names NO_SWAP_FS uses
 from boatload.swapfiles import NO_SWAP_FS
 from boatload.capacity import spec_of
+from boatload.targets import modelled
 from boatload.targets.guard import refusals
 from boatload.targets.mount import refusals as mount_refusals
 
@@ -136,13 +137,14 @@ def check(config: dict, pending: list[plan.Run], scratch: Path, results: Path, *
 
 
 def _check_targets(report: Report, pending, scratch: Path, euid: int) -> None:
-    """The user's own hardware: every device target behind the guard, every mount target checked."""
+    """The user's own hardware: every device target behind the guard, every mount target checked;
+    modelled targets' models and FUSE."""
     seen = {}
     for run in pending:
         seen.setdefault(run.target, run.job["target"])
     for name in sorted(seen):
         spec = spec_of(seen[name])
-        report.problems += refusals(spec, scratch, euid=euid) + mount_refusals(spec, scratch)
+        report.problems += refusals(spec, scratch, euid=euid) + mount_refusals(spec, scratch) + modelled.refusals(spec)
 
 
 def _check_kernel(report: Report, pending, needs, scratch: Path, scratch_fs: str) -> None:

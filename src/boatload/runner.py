@@ -29,6 +29,7 @@ from boatload.shield import shielded
 from boatload.paths import scratch_dir
 from boatload.signals import signals_as_exceptions
 from boatload.targets import Provisioned, provision
+from boatload.targets.modelled import DeviceDied
 from boatload.targetspec import NeedsRoot, TargetSpec, parse_target
 
 Measure = Callable[[Provisioned, dict], dict]
@@ -64,6 +65,16 @@ def _monitor(spec: TargetSpec, provisioned: Provisioned, opts: dict, job: dict, 
 
 def _attempt(spec: TargetSpec, job: dict, measure: Measure, fallback_without_root: bool, opts: dict) -> dict:
     """One provision-measure-teardown; the result, the target as measured and the phase records."""
+    substituted, records, target_provenance = None, [], None
+    try:
+        return _provision_and_measure(spec, job, measure, fallback_without_root, opts)
+    except DeviceDied as died:  # a modelled device's nbdkit died under the run: a failed run, in one line
+        return {"spec": spec, "substituted": substituted, "records": records, "target_provenance": target_provenance,
+                "result": {"status": "error", "reason": str(died)}}
+
+
+def _provision_and_measure(spec: TargetSpec, job: dict, measure: Measure, fallback_without_root: bool,
+                           opts: dict) -> dict:
     substituted, records, target_provenance = None, [], None
     with ExitStack() as stack:  # teardown runs on success, error, SIGINT and SIGTERM alike
         stack.enter_context(signals_as_exceptions())

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from boatload.devmodel.presets import hardware
+
 
 @dataclass(frozen=True)
 class ScaleGap:
@@ -99,7 +101,8 @@ class Study:
 
 
 # Every tidy table starts with these columns and ends with those.
-HEAD_COLUMNS = {"host": pl.String, "study": pl.String, "target": pl.String, "filesystem": pl.String}
+HEAD_COLUMNS = {"host": pl.String, "study": pl.String, "target": pl.String, "filesystem": pl.String,
+                "hardware": pl.String}
 TAIL_COLUMNS = {"status": pl.String, "reason": pl.String, "worker_version": pl.String, "kernel": pl.String,
                 "started_at": pl.String}
 
@@ -169,6 +172,8 @@ def base_row(doc: dict, status: str, reason: str | None) -> dict:
         "study": doc["study"],
         "target": job["target"]["name"],
         "filesystem": made.get("fs") or job["target"].get("fs"),
+        # "this machine", or the device model the target ran on (data/devmodels.yaml)
+        "hardware": hardware(job["target"]),
         "status": "skipped" if substituted else status,
         "reason": substituted or reason,
         "worker_version": doc["worker"]["version"],

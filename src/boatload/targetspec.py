@@ -28,7 +28,11 @@ KINDS = ("tmpfs", "loop", "device", "mount", "dir")
 LOOP_FS = ("ext2", "ext3", "ext4", "xfs", "btrfs")
 FS_BY_KIND = {"tmpfs": ("tmpfs",), "loop": LOOP_FS, "device": LOOP_FS, "mount": ("mount",), "dir": ("dir",)}
 FILESYSTEMS = ("tmpfs", *LOOP_FS, "mount", "dir")
-FIELDS = ("kind", "fs", "size_mb", "mkfs_options", "mount_options", "write_cache", "log", "device", "wipe", "path")
+FIELDS = ("kind", "fs", "size_mb", "mkfs_options", "mount_options", "write_cache", "log", "device", "wipe", "path",
+          "model", "faults")
+# faults: nbdkit's error filter on a modelled loop target (boatload.devmodel.stack)
+FAULT_FIELDS = ("read_rate", "write_rate", "trigger", "error")
+FAULT_ERRORS = ("EIO", "ENOSPC", "EPERM", "ENOMEM", "ESHUTDOWN")
 # the kinds that make a file system (mkfs) and the fields only some kinds take
 FORMATTED = ("loop", "device")
 SIZED = ("tmpfs", "loop")  # a device has its own size, a mount its own free space
@@ -73,6 +77,11 @@ class TargetSpec:
     log_device: str | None = None  # kind device: the external log / journal's device
     log_wipe: str | None = None
     path: str | None = None  # kind mount: the root of a mounted file system
+    # kind loop: the device model (a preset name, or (("preset", ...), (field, value) ...)),
+    # checked field by field by boatload.devmodel.presets; the log's own model; faults
+    model: str | tuple | None = None
+    log_model: str | tuple | None = None
+    faults: tuple | None = None
 
     def to_dict(self) -> dict:
         """Plain data (lists, not tuples); `parse_target(d["name"], d)` gives the spec back.
@@ -91,7 +100,46 @@ class TargetSpec:
             d["log"] = {"size_mb": self.log_size_mb}
         if self.log_device is not None:
             d["log"] = {"device": self.log_device, **({"wipe": self.log_wipe} if self.log_wipe is not None else {})}
+        if self.log_model is not None:
+            d["log"]["model"] = plain_model(self.log_model)
+        if self.model is not None:
+            d["model"] = plain_model(self.model)
+        if self.faults is not None:
+            d["faults"] = dict(self.faults)
         return d
+
+
+def plain_model(model):
+    """A model as the config gives it: a preset name or a mapping."""
+    return model if isinstance(model, str) else dict(model)
+
+
+def _model(where: str, model) -> str | tuple:
+    """`model:` in a hashable form; its fields are checked by boatload.devmodel.presets."""
+    if isinstance(model, str):
+        return model
+    if isinstance(model, dict) and all(isinstance(k, str) for k in model):
+        return tuple(sorted(model.items()))
+    raise TargetError(f"{where}: expected a preset name or a mapping with 'preset', got {model!r}")
+
+
+def _faults(where: str, faults, model) -> tuple:
+    if model is None:
+        raise TargetError(f"{where}: only a modelled target (with model:) takes faults")
+    if not isinstance(faults, dict):
+        raise TargetError(f"{where}: expected a mapping with {', '.join(FAULT_FIELDS)}, got {faults!r}")
+    for key, value in faults.items():
+        if key not in FAULT_FIELDS:
+            raise TargetError(f"{where}.{key}: unknown field (expected one of {', '.join(FAULT_FIELDS)})")
+        if key.endswith("_rate") and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1):
+            raise TargetError(f"{where}.{key}: expected a number from 0 to 1, got {value!r}")
+        if key == "trigger" and not isinstance(value, bool):
+            raise TargetError(f"{where}.trigger: expected true or false, got {value!r}")
+        if key == "error" and value not in FAULT_ERRORS:
+            raise TargetError(f"{where}.error: expected one of {', '.join(FAULT_ERRORS)}, got {value!r}")
+    if not faults.get("read_rate") and not faults.get("write_rate"):
+        raise TargetError(f"{where}: read_rate or write_rate must be above 0")
+    return tuple(sorted(faults.items()))
 
 
 def _options(where: str, value, *, mount: bool) -> tuple[str, ...]:
@@ -193,8 +241,16 @@ def parse_target(name: str, mapping: dict) -> TargetSpec:
     log_size_mb, log_device, log_wipe = _log(where, kind, fs, mapping.get("log"), mkfs_options)
     if log_device is not None and log_device == device:
         raise TargetError(f"{where}.log.device: the log must be on another device than {device}")
+    model = mapping.get("model")
+    if model is not None:
+        if kind != "loop":
+            raise TargetError(f"{where}.model: only loop targets are modelled, not kind {kind!r}")
+        model = _model(f"{where}.model", model)
+    log = mapping.get("log")
+    log_model = _model(f"{where}.log.model", log["model"]) if isinstance(log, dict) and log.get("model") is not None else None
+    faults = _faults(f"{where}.faults", mapping["faults"], model) if mapping.get("faults") is not None else None
     return TargetSpec(name, kind, fs, size_mb, mkfs_options, mount_options, write_cache, log_size_mb,
-                      device, wipe, log_device, log_wipe, path)
+                      device, wipe, log_device, log_wipe, path, model, log_model, faults)
 
 
 def _size(where: str, kind: str, fs: str, mapping: dict) -> int | None:
@@ -245,7 +301,7 @@ def _log(where: str, kind: str, fs: str, log, mkfs_options) -> tuple[int | None,
     """`log: {size_mb: N}` (loop: an image in /dev/shm) or `log: {device, wipe}` (device)."""
     if log is None:
         return None, None, None
-    keys = ("device", "wipe") if kind == "device" else ("size_mb",)
+    keys = ("device", "wipe") if kind == "device" else ("size_mb", "model")
     if not isinstance(log, dict):
         raise TargetError(f"{where}.log: expected a mapping {{{', '.join(f'{k}: ...' for k in keys) if kind == 'device' else 'size_mb: N'}}}, got {log!r}")
     for key in log:

@@ -41,6 +41,9 @@ TOOLS: tuple[Tool, ...] = (
     Tool("unzip", "unzip", "unzip", "forest: unzip creation method"),
     Tool("zip", "zip", "zip", "forest: build the archive unzip extracts"),
     Tool("touch", "coreutils", "coreutils", "forest: touch creation methods"),
+    Tool("nbdkit", "nbdkit", "nbdkit", "serve a modelled device's image through the device-model filter"),
+    Tool("nbdfuse", "libnbd-bin", "libnbd", "expose a modelled device as a file for the loop device"),
+    Tool("fusermount3", "fuse3", "fuse3", "unmount a modelled device's FUSE file"),
 )
 
 

@@ -165,8 +165,7 @@ def _measure_worker(d: Path, job: dict) -> dict:
     ] + (["--direct"] if job["mode"] == "direct" else [])
     doc = run_worker("randio", args)
     if doc["status"] != "ok":
-        return _skipped(None, status="error", reason=failure(doc),
-                        worker_result=doc)
+        return _skipped(failure(doc), status="error", worker_result=doc)
     io = phase(doc, "io")
     reads, writes = io["reads"]["ops"], io["writes"]["ops"]
     return {
@@ -197,8 +196,7 @@ def _measure_worker(d: Path, job: dict) -> dict:
 def _measure_fio(d: Path, job: dict) -> dict:
     prep = run_worker("randio", _randio_args(d, job) + ["--prepare"])
     if prep["status"] != "ok":
-        return _skipped(None, status="error", reason=failure(prep),
-                        worker_result=prep)
+        return _skipped(failure(prep), status="error", worker_result=prep)
     argv = fio.randrw_argv(
         d, job["files"], job["file_size_mb"] * 1024 * 1024, threads=job["threads"], xfer=job["xfer"],
         read_pct=job["read_pct"], duration_s=job["duration_s"], direct=job["mode"] == "direct", seed=job["seed"],
@@ -208,7 +206,7 @@ def _measure_fio(d: Path, job: dict) -> dict:
     except fio.FioError as exc:
         if job["mode"] == "direct" and "Invalid argument" in str(exc):
             return _skipped(f"the file system refuses O_DIRECT: {exc}", worker_result=prep, fio_command=argv)
-        return _skipped(None, status="error", reason=str(exc), worker_result=prep, fio_command=argv)
+        return _skipped(str(exc), status="error", worker_result=prep, fio_command=argv)
     parsed = fio.parse_randrw(doc)
     return {
         "status": "ok",

@@ -33,6 +33,7 @@ from __future__ import annotations
 import polars as pl
 
 from boatload import capacity
+from boatload.devmodel.presets import log_hardware
 from boatload.runner import run_job
 from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
 from boatload.targets import Provisioned
@@ -145,6 +146,7 @@ def summary(doc: dict) -> str:
 COLUMNS = {
     "log": pl.String,
     "flushes": pl.String,
+    "log_hardware": pl.String,
     "step": pl.Int64,
     "phase": pl.String,
     "rep": pl.Int64,
@@ -180,6 +182,7 @@ def rows(doc: dict) -> list[dict]:
             **base_row(doc, status, reason),
             "log": log_placement(target),
             "flushes": flushes(target),
+            "log_hardware": log_hardware(target),
             "step": step,
             "phase": label,
             "rep": job["rep"],

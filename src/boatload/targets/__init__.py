@@ -35,7 +35,7 @@ from pathlib import Path
 from boatload.hostops import Teardown, is_root, plain_dir, resolve_tools, subdir
 from boatload.ledger import Ledger
 from boatload.signals import deferred_signals, signals_as_exceptions
-from boatload.targets import device, loop, mount, standin, tmpfs
+from boatload.targets import device, loop, modelled, mount, standin, tmpfs
 from boatload.targets.base import Provisioned, base_provenance
 from boatload.targets.loop import set_loop_direct_io
 from boatload.targets.teardown import unmount
@@ -96,4 +96,11 @@ def provision(spec: TargetSpec, scratch: Path) -> Iterator[Provisioned]:
             ledger = Ledger(scratch)
         prov = base_provenance(checked, scratch)
         path = kind.setup(checked, scratch, ledger, undo, prov, tools)
-        yield Provisioned(spec=spec, path=path, provenance=prov)
+        try:
+            yield Provisioned(spec=spec, path=path, provenance=prov)
+        except Exception:
+            if checked.model or checked.log_model:
+                dead = modelled.failure(scratch)  # the device died under the run: say that, in one line
+                if dead:
+                    raise modelled.DeviceDied(dead) from None
+            raise

@@ -13,6 +13,9 @@ mkfs (ext2, ext3, ext4, xfs, btrfs) and mounted.
 Safety: an image is formatted only after checking that the loop device is
 backed by the very inode we created with O_EXCL (`verify_attached`).
 
+* `model: <preset>` (and `log: {model: ...}`): the image is served through
+  the device model instead (boatload.targets.modelled).
+
 The attach step is `attach()`: an image path in, an `Attached` (the image,
 its pinning fd, the loop device) out; `image_for()` says where the image
 comes from."""
@@ -22,32 +25,22 @@ from __future__ import annotations
 import os
 import shlex
 import stat
-from dataclasses import dataclass
 from pathlib import Path
 
 from boatload.hostops import (
-    loop_devices, not_installed, own_private_dir, read_sys, remove_file, rmdir_if_empty, run, same_file, shm_dir,
+    loop_devices, not_installed, own_private_dir, read_sys, rmdir_if_empty, run, same_file, shm_dir,
     statfs_type, token, why,
 )
 from boatload.ledger import Ledger
 from boatload.signals import deferred_signals
 from boatload.targets.base import Provisioned, mount_fs
+from boatload.targets.image import Attached, make_image
+from boatload.targets.modelled import attach_modelled, verify_modelled
 from boatload.targets.mkfs import make_fs, mkfs_version
 from boatload.targets.teardown import detach
 from boatload.targets.writecache import restore_write_cache, set_write_cache
 from boatload.targetspec import SHM, MiB, TargetError, TargetSpec
 from boatload.tools import find as find_tool
-
-
-@dataclass
-class Attached:
-    """An image file we created (still open as `fd`) and the loop device backing it."""
-
-    image: Path
-    fd: int
-    img_rid: str
-    loop_rid: str
-    device: str
 
 
 def image_for(spec: TargetSpec, scratch: Path) -> Path:
@@ -58,27 +51,7 @@ def image_for(spec: TargetSpec, scratch: Path) -> Path:
 def attach(spec, image: Path, size: int, ledger, undo, losetup: str, what: str = "image") -> Attached:
     """Create `image` (O_EXCL, sparse, `size` bytes) and attach it to a free loop
     device, recording each in the ledger first and registering its teardown."""
-    # 1. the image: recorded, then created with O_EXCL (never an existing file)
-    with deferred_signals():
-        img_rid = ledger.record("image", image, size_bytes=size)
-        try:
-            fd = os.open(image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except FileExistsError:
-            ledger.release(img_rid, by="never-created")
-            raise TargetError(
-                f"targets.{spec.name}: {what} {image} already exists; "
-                "refusing to format a file boatload did not create"
-            ) from None
-        except OSError as e:
-            ledger.release(img_rid, by="never-created")
-            raise TargetError(f"targets.{spec.name}: cannot create {what} {image} ({e.strerror})") from None
-        # fd stays open until teardown: it pins the inode, so no other file can
-        # take its number, and "same inode number" then means "our file"
-        undo.step(f"close {image}", lambda: os.close(fd))
-        undo.step(f"delete {image}", lambda: remove_file(image, fd), release=(ledger, img_rid))
-        st = os.fstat(fd)
-        ledger.note(img_rid, inode=st.st_ino, dev=st.st_dev)
-        os.ftruncate(fd, size)  # sparse
+    img_rid, fd = make_image(spec, image, size, ledger, undo, what)
     verify_image(spec, ledger, img_rid, image, fd)
 
     # 2. the loop device
@@ -95,6 +68,10 @@ def attach(spec, image: Path, size: int, ledger, undo, losetup: str, what: str =
 
 
 def verify_attached(spec, ledger, a: Attached, losetup: str) -> None:
+    if a.backing is not None:  # a modelled device: the loop device is on the stack's FUSE file
+        verify_image(spec, ledger, a.img_rid, a.image, a.fd)
+        verify_modelled(spec, a)
+        return
     verify_loop(spec, ledger, a.img_rid, a.image, a.fd, a.device, losetup)
 
 
@@ -103,7 +80,7 @@ def _set_write_cache(spec, ledger, undo, a: Attached) -> str | None:
     return set_write_cache(
         f"targets.{spec.name}.write_cache", a.device, spec.write_cache, "write back",
         lambda **facts: ledger.note(a.loop_rid, **facts), undo,
-        lambda before: restore_write_cache(a.device, a.image, before),
+        lambda before: restore_write_cache(a.device, a.backing or a.image, before),
     )
 
 
@@ -134,12 +111,20 @@ def make_shm_dir(spec: TargetSpec, scratch: Path, undo) -> Path:
 
 def setup(spec: TargetSpec, scratch: Path, ledger: Ledger, undo, prov: dict, tools: dict) -> Path:
     losetup = tools["losetup"]
-    data = attach(spec, image_for(spec, scratch), spec.size_mb * MiB, ledger, undo, losetup)
+    if spec.model is not None:  # served by nbdkit through the device model (boatload.targets.modelled)
+        data = attach_modelled(spec, image_for(spec, scratch), spec.size_mb * MiB, ledger, undo, scratch,
+                               spec.model, f"targets.{spec.name}.model", prov, "model")
+    else:
+        data = attach(spec, image_for(spec, scratch), spec.size_mb * MiB, ledger, undo, losetup)
     log = None
     if spec.log_size_mb:
         shm = make_shm_dir(spec, scratch, undo)
         log_image = shm / f"{spec.name}-log-{token()}.img"
-        log = attach(spec, log_image, spec.log_size_mb * MiB, ledger, undo, losetup, what="log image")
+        if spec.log_model is not None:
+            log = attach_modelled(spec, log_image, spec.log_size_mb * MiB, ledger, undo, scratch, spec.log_model,
+                                  f"targets.{spec.name}.log.model", prov, "log_model", what="log image")
+        else:
+            log = attach(spec, log_image, spec.log_size_mb * MiB, ledger, undo, losetup, what="log image")
 
     # the write cache, on devices proven ours, before mkfs issues its flushes
     verify_attached(spec, ledger, data, losetup)

@@ -1,0 +1,198 @@
+"""Modelled devices on the real stack (nbdkit with the device-model filter,
+nbdfuse, a direct-I/O loop device), measured with fio, the peer: each preset
+against what its parameters give (devmodel-calc); flushes counted by the
+model; the error filter; nbdkit dying; signals and SIGKILL + cleanup leaving
+nothing. Images live in the test's own tmp directory.
+
+The accuracy checks compare means without the slowest 2 % of requests (a
+sequential read and the SSD: the median request), as
+boatload.devmodel.fiocheck says why, and need a machine that is not overloaded: on a loaded one every
+request comes back late."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from targetlib import IS_ROOT, leftovers, wait_clean
+
+from boatload.cleanup import cleanup
+from boatload.devmodel import fiocheck, presets
+from boatload.devmodel.device import modelled_image
+from boatload.targetspec import TargetError
+
+pytestmark = pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse"), reason="needs root and /dev/fuse")
+
+MiB = 1 << 20
+TOLERANCE = 0.15
+
+
+@pytest.fixture
+def scratch(tmp_path):
+    s = (tmp_path / "scratch").resolve()
+    yield s
+    if leftovers(s):
+        cleanup(s, force=True)
+    assert leftovers(s) == {}
+
+
+def image(tmp_path: Path, size_mb: int) -> Path:
+    img = tmp_path / f"disk-{size_mb}.img"
+    with open(img, "wb") as f:
+        f.truncate(size_mb * MiB)
+    return img
+
+
+@pytest.mark.parametrize("preset, size_mb", [("hdd-7200", 256), ("raid-hdd", 256), ("ssd-2008", 256)])
+def test_random_reads_take_the_models_mean_service_time(tmp_path, scratch, preset, size_mb):
+    params = presets.resolve(preset, "m")
+    with modelled_image(image(tmp_path, size_mb), size_mb, params, scratch=scratch, name=preset) as stack:
+        r = fiocheck.random_read(stack.device, size_mb * MiB, params, seconds=3)
+    assert r["n"] > 100
+    # the SSD's reads all cost the same in the model: its median request (fiocheck)
+    assert abs(r["median_ratio" if params["kind"] == "ssd" else "ratio"] - 1) <= TOLERANCE, r
+
+
+@pytest.mark.parametrize("preset, length", [("hdd-7200", 128 * 1024), ("raid-hdd", 256 * 1024)])
+def test_a_sequential_read_runs_at_the_zone_rate(tmp_path, scratch, preset, length):
+    params = presets.resolve(preset, "m")
+    size = 1024 * MiB  # a zone of 64 MiB: long enough a stream
+    with modelled_image(image(tmp_path, 1024), 1024, params, scratch=scratch, name=preset) as stack:
+        r = fiocheck.seq_read(stack.device, size, params, length=length, area=size // params["zones"])
+    assert abs(r["median_ratio"] - 1) <= TOLERANCE, r
+
+
+@pytest.mark.parametrize("preset", ["hdd-7200", "raid-hdd", "ssd-2008"])
+def test_an_fsync_pays_for_writing_the_dirty_blocks_out(tmp_path, scratch, preset):
+    params = presets.resolve(preset, "m")
+    with modelled_image(image(tmp_path, 256), 256, params, scratch=scratch, name=preset) as stack:
+        r = fiocheck.fsync_writeout(stack.device, 256 * MiB, params, blocks=48)
+        stats = stack.stats()
+    assert r["n"] == 48 and stats["flushes"] >= 1, (r, stats)
+    assert r["fsync_us"] >= r["least_us"], r
+    if params["kind"] == "ssd":
+        # no write cache to write out: the flush costs flush_us (the stack's fsync path adds its own)
+        assert r["least_us"] == params["flush_us"] and stats["extents_written"] == 0, (r, stats)
+        return
+    # writes were acknowledged from the cache (one to the platter would seek: ~seek_avg_ms);
+    # the flush wrote them out, in LBA order
+    assert r["write_us"] < params["seek_avg_ms"] * 1000 / 2, r
+    assert r["fsync_us"] <= r["most_us"] * (1 + TOLERANCE), r
+    assert stats["extents_written"] == 48, stats
+
+
+def _fs_with_fsyncs(device: str, mnt: Path, write_cache: str) -> None:
+    """mkfs.ext4 and mount on `device` with its write cache set, then fsync
+    ten small files."""
+    Path(f"/sys/block/{Path(device).name}/queue/write_cache").write_text(write_cache)
+    subprocess.run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", device], check=True)
+    mnt.mkdir()
+    subprocess.run(["mount", device, str(mnt)], check=True)
+    try:
+        for i in range(10):
+            fd = os.open(mnt / f"f{i}", os.O_WRONLY | os.O_CREAT, 0o644)
+            os.write(fd, b"x" * 4096)
+            os.fsync(fd)
+            os.close(fd)
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+        # the loop driver keeps the setting after detaching: put its default back
+        Path(f"/sys/block/{Path(device).name}/queue/write_cache").write_text("write back")
+
+
+@pytest.mark.parametrize("write_cache", ["write through", "write back"])
+def test_write_through_sends_no_flush_to_the_model(tmp_path, scratch, write_cache):
+    params = presets.resolve("hdd-7200", "m")
+    with modelled_image(image(tmp_path, 64), 64, params, scratch=scratch, name="wt") as stack:
+        # nbdfuse turns the close of the FUSE file after losetup into a flush
+        before = stack.stats()["flushes"]
+        _fs_with_fsyncs(stack.device, tmp_path / "mnt", write_cache)
+        flushes = stack.stats()["flushes"] - before  # before teardown's own close
+    if write_cache == "write through":
+        assert flushes == 0
+    else:
+        assert flushes >= 10  # at least one per fsync
+
+
+def test_the_error_filter_fails_io_only_while_triggered(tmp_path, scratch):
+    params = presets.resolve("ssd-2008", "m")
+    faults = {"read_rate": 1.0, "write_rate": 1.0, "trigger": True}
+    with modelled_image(image(tmp_path, 16), 16, params, scratch=scratch, name="faulty", faults=faults) as stack:
+        fd = os.open(stack.device, os.O_RDONLY | os.O_DIRECT)
+        try:
+            import mmap
+
+            buf = mmap.mmap(-1, 4096)
+            assert os.preadv(fd, [buf], 0) == 4096
+            stack.trigger.touch()
+            with pytest.raises(OSError) as e:
+                os.preadv(fd, [buf], 8192)
+            assert e.value.errno == 5  # EIO
+            stack.trigger.unlink()
+            assert os.preadv(fd, [buf], 8192) == 4096
+        finally:
+            os.close(fd)
+
+
+def test_nbdkit_dying_mid_run_is_one_line_naming_it(tmp_path, scratch):
+    params = presets.resolve("ssd-2008", "m")
+    with pytest.raises(TargetError) as e:
+        with modelled_image(image(tmp_path, 16), 16, params, scratch=scratch, name="victim") as stack:
+            os.kill(stack.nbdkit.pid, signal.SIGKILL)
+            stack.nbdkit.wait()
+            fd = os.open(stack.device, os.O_RDONLY | os.O_DIRECT)
+            try:
+                import mmap
+
+                os.preadv(fd, [mmap.mmap(-1, 4096)], 0)
+            finally:
+                os.close(fd)
+    msg = str(e.value)
+    assert "\n" not in msg
+    assert msg.startswith("targets.victim: nbdkit (pid ") and "died mid-run (killed by signal 9)" in msg
+    assert wait_clean(scratch) == {}
+
+
+HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from boatload.devmodel import presets
+    from boatload.devmodel.device import modelled_image
+    with modelled_image(None, 32, presets.resolve("hdd-7200", "m"), scratch=Path(sys.argv[1]), name="held") as st:
+        print(st.device, flush=True)
+        time.sleep(120)
+    """
+)
+
+
+def _held(scratch: Path) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(scratch)], stdout=subprocess.PIPE, text=True)
+    line = p.stdout.readline()
+    assert line.startswith("/dev/loop"), line
+    held = leftovers(scratch)
+    assert held.get("processes") and held.get("nbd") and held.get("mounts"), held
+    return p
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_leaves_nothing(scratch, sig):
+    p = _held(scratch)
+    p.send_signal(sig)
+    p.wait(60)
+    assert wait_clean(scratch) == {}
+
+
+def test_sigkill_then_cleanup_leaves_nothing(scratch):
+    p = _held(scratch)
+    p.kill()
+    p.wait(60)
+    time.sleep(0.5)
+    assert leftovers(scratch).get("nbd"), "a SIGKILL leaves the stack for cleanup"
+    done = cleanup(scratch)
+    assert any("unmounted FUSE" in d for d in done) and any("detached loop device" in d for d in done), done
+    assert wait_clean(scratch) == {}
