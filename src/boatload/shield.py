@@ -32,9 +32,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from boatload.cgroups import MemoryLimitError, procs, read_int, words, write_cgroup
-from boatload.hostops import Teardown, mountinfo, plain_dir, read_sys, token
+from boatload.hostops import Teardown, mountinfo, plain_dir, read_sys
 from boatload.ledger import Ledger
-from boatload.memlimit import remove_cgroup
+from boatload.memlimit import new_cgroup, remove_cgroup
 from boatload.signals import deferred_signals
 
 V1_SHARES_MAX = 262144  # the kernel's MAX_SHARES; every other process has 1024 at nice 0
@@ -93,15 +93,7 @@ def shielded(scratch: Path, enabled: bool = True) -> Iterator[dict]:
     version, parent, own = found
     with Teardown("shield", MemoryLimitError) as undo:
         ledger = Ledger(plain_dir(Path(scratch).resolve(), MemoryLimitError))
-        path = parent / f"boatload-{token()}"
-        with deferred_signals():
-            rid = ledger.record("cgroup", path, version=version, shield=True)
-            try:
-                os.mkdir(path, 0o755)
-            except OSError as e:
-                ledger.release(rid, by="never-created")
-                raise MemoryLimitError(f"shield: cannot create cgroup {path} ({e.strerror})") from None
-            undo.step(f"remove cgroup {path}", lambda: _remove(path), release=(ledger, rid))
+        path, _ = new_cgroup(parent, ledger, undo, "shield: cannot create cgroup", _remove, version=version, shield=True)
         if version == 1:
             write_cgroup(path / "cpu.shares", str(V1_SHARES_MAX))
             record["cpu_weight"] = {"cpu.shares": read_int(path / "cpu.shares"), "others": 1024}
