@@ -10,25 +10,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import yaml
 
 from boatload.provenance import gather
 from boatload.studies import forest, journal
 from boatload.tidy import tidy
-from conftest import ROOT, ours_left
+from conftest import ROOT
 from devicelib import identity, loop_devices, signatures
 from targetlib import root
 
 pytestmark = root
-
-
-@pytest.fixture
-def scratch(tmp_path, worker, monkeypatch):
-    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
-    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
-    yield tmp_path / "scratch"
-    assert ours_left(tmp_path / "scratch") == []
 
 
 def ci_config() -> dict:

@@ -11,7 +11,7 @@ import yaml
 from boatload import targets, targetspec
 from boatload.studies import journal
 from boatload.tidy import schema, tidy
-from conftest import ROOT, ours_left
+from conftest import ROOT
 
 root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
 PHASES = ["sequential_create", "random_open", "random_stat", "random_read", "sequential_delete"]
@@ -23,14 +23,6 @@ def config(name):
 
 def job_for(cfg, target):
     return next(j for j in journal.jobs(cfg) if j["target"]["name"] == target and j["rep"] == 1)
-
-
-@pytest.fixture
-def scratch(tmp_path, worker, monkeypatch):
-    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
-    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
-    yield tmp_path / "scratch"
-    assert ours_left(tmp_path / "scratch") == []
 
 
 @pytest.mark.parametrize("name", ["ci.yaml", "config.yaml", "full.yaml"])

@@ -13,7 +13,7 @@ from boatload.config import ConfigError
 from boatload.peers import bonnie
 from boatload.studies import tmpfs
 from boatload.tidy import tidy
-from conftest import ROOT, ours_left
+from conftest import ROOT
 
 root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
 needs_bonnie = pytest.mark.skipif(bonnie.executable() is None, reason="bonnie++ is not installed")
@@ -30,14 +30,6 @@ def job_for(cfg, target, w, rep=1, with_bonnie=False):
         cfg["studies"]["tmpfs"]["repetitions"] = max(rep, 2)
     return next(j for j in tmpfs.jobs(cfg) if j["target"]["name"] == target and j["working_set"] == w
                 and j["rep"] == rep)
-
-
-@pytest.fixture
-def scratch(tmp_path, worker, monkeypatch):
-    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
-    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
-    yield tmp_path / "scratch"
-    assert ours_left(tmp_path / "scratch") == []
 
 
 def _tidy(docs, tmp_path):
