@@ -45,14 +45,20 @@ def wipe_signatures(spec: TargetSpec, dev: blockdev.BlockDev, wipefs: str) -> No
     check(run([wipefs, "--all", "--quiet", dev.path], timeout=300), f"targets.{spec.name}.wipe: erasing {dev.path}")
 
 
-def _blank_if_free(spec: TargetSpec, dev: blockdev.BlockDev, wipefs: str, scratch: Path) -> None:
+def _why_not_now(dev: blockdev.BlockDev, scratch: Path) -> str | None:
+    """Why `dev` may not be written now (its path is another device by now, or
+    something uses it), None if it may: asked again right before each write."""
     now = blockdev.lookup(dev.path)
     if isinstance(now, str) or now.devno != dev.devno:
-        raise TargetError(f"{dev.path} is no longer the device formatted; leaving it")
-    why = in_use(now, scratch)
+        return "is no longer the device the guard passed"
+    return in_use(now, scratch)
+
+
+def _blank_if_free(spec: TargetSpec, dev: blockdev.BlockDev, wipefs: str, scratch: Path) -> None:
+    why = _why_not_now(dev, scratch)
     if why:
         raise TargetError(f"{dev.path} {why}; leaving its file system")
-    wipe_signatures(spec, now, wipefs)
+    wipe_signatures(spec, dev, wipefs)
 
 
 def setup(spec: TargetSpec, scratch: Path, ledger: Ledger, undo, prov: dict, tools: dict) -> Path:
@@ -66,12 +72,7 @@ def setup(spec: TargetSpec, scratch: Path, ledger: Ledger, undo, prov: dict, too
 
     def verify():  # the moment before mkfs: still the devices the guard passed
         for d, field_ in ((data, "device"), (log, "log.device")):
-            if d is None:
-                continue
-            now = blockdev.lookup(d.path)
-            if isinstance(now, str) or now.devno != d.devno:
-                raise TargetError(f"targets.{spec.name}.{field_}: {d.path} changed since the guard passed; refusing to format it")
-            why = in_use(now, scratch)
+            why = _why_not_now(d, scratch) if d is not None else None
             if why:
                 raise TargetError(f"targets.{spec.name}.{field_}: {d.path} {why}; refusing to format it")
 
