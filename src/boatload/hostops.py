@@ -277,6 +277,14 @@ def subdir(scratch: Path, name: str) -> Path:
 # files and directories we made
 
 
+def existing_ancestor(path: Path | str) -> Path:
+    """The path, or its nearest existing parent (a scratch directory may not exist yet)."""
+    path = Path(path).resolve()
+    while not path.exists():
+        path = path.parent
+    return path
+
+
 def same_file(path: Path, fd: int) -> bool:
     """Is `path` (not followed) the very file open as `fd`? The open fd keeps the
     inode allocated, so equal (device, inode) numbers cannot be a reused number."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from boatload.hostops import create_pinned, mount_at, token
+from boatload.hostops import create_pinned, existing_ancestor, mount_at, token
 from boatload.ledger import Ledger
 from boatload.targetspec import TargetError, TargetSpec
 
@@ -25,13 +25,6 @@ PSEUDO_FS = {
     "mqueue", "hugetlbfs", "configfs", "fusectl", "autofs", "binfmt_misc", "efivarfs", "nsfs", "rpc_pipefs",
 }
 DIR_PREFIX = "boatload-"
-
-
-def _existing(path: Path) -> Path:
-    path = Path(path).resolve()
-    while not path.exists():
-        path = path.parent
-    return path
 
 
 def refusals(spec: TargetSpec, scratch: Path | None) -> list[str]:
@@ -51,7 +44,7 @@ def refusals(spec: TargetSpec, scratch: Path | None) -> list[str]:
         return [f"{field_}: {path} is not a mount point (the root of a mounted file system)"]
     if entry.fstype in PSEUDO_FS:
         return [f"{field_}: {path} is a {entry.fstype} pseudo file system, not storage"]
-    if scratch is not None and os.stat(path).st_dev == os.stat(_existing(scratch)).st_dev:
+    if scratch is not None and os.stat(path).st_dev == os.stat(existing_ancestor(scratch)).st_dev:
         return [f"{field_}: {path} is the scratch directory's file system; name another one"]
     if "ro" in entry.mount_options.split(",") or not os.access(path, os.W_OK | os.X_OK):
         return [f"{field_}: {path} is not writable by uid {os.geteuid()}"]
