@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import time
 
-from boatload.interference import TICK_S, orchestrator_root, processes, reaped, subtree
+from boatload.disturbance import TICK_S
+from boatload.procfs import orchestrator_root, processes, reaped, subtree
 
 
 def busy(seconds: float, ours: int | None = None) -> list[dict]:
