@@ -39,7 +39,7 @@ from boatload import disturbance
 from boatload.disturbance import TICK_S
 from boatload.procfs import (
     MB, Proc, cpu_jiffies, disk_sectors, meminfo_mb, orchestrator_root, pressure_us, processes, reaped, run_queue,
-    self_cpu_ticks, subtree,
+    self_cpu_ticks, subtree, used_ticks,
 )
 from boatload.schedstat import run_delays, waited_s
 
@@ -295,10 +295,10 @@ def _by_session(before: Snapshot, after: Snapshot, start, end) -> dict[int, floa
     gone = reaped(before.procs, after.procs)
     out: dict[int, float] = {}
     for pid in end["other_processes"] | end["orchestrator"]:
-        p, was = after.procs[pid], before.procs.get(pid)
-        used = p.cpu_ticks - (was.cpu_ticks if was and was.started == p.started else 0) - gone.get(pid, 0)
+        used = used_ticks(pid, before.procs, after.procs, gone)
         if used > 0:
-            out[p.session] = out.get(p.session, 0.0) + used * TICK_S
+            session = after.procs[pid].session
+            out[session] = out.get(session, 0.0) + used * TICK_S
     return out
 
 

@@ -179,3 +179,11 @@ def reaped(before: dict[int, Proc], after: dict[int, Proc]) -> dict[int, int]:
             up = before[up].ppid
         out[up] = out.get(up, 0) + p.cpu_ticks
     return out
+
+
+def used_ticks(pid: int, before: dict[int, Proc], after: dict[int, Proc], gone: dict[int, int]) -> int:
+    """CPU ticks `pid` used between two process tables, with the children it
+    reaped meanwhile (`gone`: reaped(before, after)); all of it if it is new
+    (or its pid was reused) since `before`."""
+    p, was = after[pid], before.get(pid)
+    return p.cpu_ticks - (was.cpu_ticks if was and was.started == p.started else 0) - gone.get(pid, 0)
