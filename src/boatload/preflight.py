@@ -25,8 +25,7 @@ from boatload.studies import registry, study
 from boatload.hostops import existing_ancestor, statfs_type  # statfs_type: the names NO_SWAP_FS uses
 from boatload.swapfiles import NO_SWAP_FS
 from boatload.capacity import spec_of
-from boatload.targets.guard import refusals
-from boatload.targets.mount import refusals as mount_refusals
+from boatload.targets import refusals
 
 GiB = 1 << 30
 # Raw results (a JSON document per run, intervals and interference records
@@ -134,7 +133,7 @@ def _check_targets(report: Report, pending, scratch: Path, euid: int) -> None:
         seen.setdefault(run.target, run.job["target"])
     for name in sorted(seen):
         spec = spec_of(seen[name])
-        report.problems += refusals(spec, scratch, euid=euid) + mount_refusals(spec, scratch)
+        report.problems += refusals(spec, scratch, euid=euid)
 
 
 def _check_kernel(report: Report, pending, needs, scratch: Path, scratch_fs: str) -> None:
