@@ -49,9 +49,10 @@ def ours_left(scratch: Path) -> list[str]:
 
 
 @pytest.fixture
-def scratch(tmp_path, worker, monkeypatch) -> Path:
-    """The scratch directory of a study run in the test (`<tmp>/scratch`, with the
-    worker built for the tests); nothing may be left mounted or attached in it."""
+def study_scratch(tmp_path, worker, monkeypatch) -> Path:
+    """The scratch directory of the studies a test runs (`<tmp>/scratch`, with
+    the worker built for the tests); nothing may be left mounted or attached
+    in it. (targetlib's `scratch` is the provisioning tests' own.)"""
     monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
     monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
     yield tmp_path / "scratch"

@@ -39,7 +39,7 @@ def run_all(module, cfg, tmp_path, study: str):
     return docs, raw, tidy(study, raw, tmp_path / f"{study}.parquet")
 
 
-def test_forest_at_ci_scale_on_a_device(scratch, tmp_path):
+def test_forest_at_ci_scale_on_a_device(study_scratch, tmp_path):
     cfg = ci_config()
     with loop_devices(tmp_path, 256) as (disk,):
         cfg["targets"] = {"mydisk": {"kind": "device", "fs": "ext4", "device": disk,
@@ -65,7 +65,7 @@ def test_forest_at_ci_scale_on_a_device(scratch, tmp_path):
         assert signatures(disk) == ""  # every run left it blank
 
 
-def test_journal_at_ci_scale_with_the_log_on_a_second_device(scratch, tmp_path):
+def test_journal_at_ci_scale_with_the_log_on_a_second_device(study_scratch, tmp_path):
     cfg = ci_config()
     with loop_devices(tmp_path, 320, 64) as (data, log):
         cfg["targets"] = {"raid-with-ssd-log": {"kind": "device", "fs": "xfs", "device": data, "log": {"device": log}}}

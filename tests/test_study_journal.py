@@ -60,7 +60,7 @@ def _tidy(docs, tmp_path):
 
 
 @root
-def test_a_ci_job_on_xfs_measures_the_five_phases(scratch, tmp_path):
+def test_a_ci_job_on_xfs_measures_the_five_phases(study_scratch, tmp_path):
     cfg = config("ci.yaml")
     job = job_for(cfg, "xfs-log-internal")
     doc = journal.run(job)
@@ -82,7 +82,7 @@ def test_a_ci_job_on_xfs_measures_the_five_phases(scratch, tmp_path):
 
 
 @root
-def test_external_log_and_dropped_flushes_are_labelled(scratch):
+def test_external_log_and_dropped_flushes_are_labelled(study_scratch):
     cfg = config("ci.yaml")
     if "log" not in targetspec.FIELDS:
         pytest.skip("boatload.targets does not take `log`/`write_cache` yet")
@@ -95,13 +95,13 @@ def test_external_log_and_dropped_flushes_are_labelled(scratch):
         assert all(r["ops_per_s"] > 0 for r in rows)
 
 
-def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, tmp_path):
+def test_without_root_the_job_is_skipped_with_the_reason(study_scratch, monkeypatch, tmp_path):
     monkeypatch.setattr(targets, "is_root", lambda: False)
     doc = journal.run(job_for(config("ci.yaml"), "xfs-log-internal"))
     assert doc["result"]["status"] == "skipped"
     assert "not root" in doc["result"]["reason"] and "needs root" in doc["result"]["reason"]
     assert doc["target_provenance"] is None
-    assert not Path(scratch, "images").exists() or not any(Path(scratch, "images").iterdir())
+    assert not Path(study_scratch, "images").exists() or not any(Path(study_scratch, "images").iterdir())
     table = _tidy([doc], tmp_path)
     assert dict(table.schema) == schema("journal")  # the study's columns and the run's interference columns
     assert table["status"].to_list() == ["skipped"] * 5
