@@ -48,6 +48,18 @@ def mounted_ext4(source: str, mp: Path):
         sh("umount", str(mp))
 
 
+@contextmanager
+def stacked_loop(dev: str):
+    """A loop device on the device itself (a holder, as a partition or device-mapper
+    would be); detached after, if it is still on `dev`."""
+    upper = sh("losetup", "--find", "--show", dev).strip()
+    try:
+        yield upper
+    finally:
+        if Path(f"/sys/block/{Path(upper).name}/loop/backing_file").read_text().strip() == dev:
+            sh("losetup", "-d", upper)
+
+
 def test_mounted_partition_is_refused(tmp_path, scratch):
     with loop_device(tmp_path, 64, partscan=True) as dev:
         part = f"{dev}p1"
@@ -69,15 +81,10 @@ def test_mounted_device_is_refused(tmp_path, scratch):
 def test_a_mounted_file_system_stacked_on_it_is_refused(tmp_path, scratch):
     """What a partition would be where the kernel parses none: a loop device on the device, mounted."""
     with loop_device(tmp_path, 64) as dev:
-        upper = sh("losetup", "--find", "--show", dev).strip()
-        try:
-            with mounted_ext4(upper, tmp_path / "mp") as mp:
-                before = edges(dev)
-                msg = refused(device_spec(dev, wipe=identity(dev)), scratch, dev)
-                assert edges(dev) == before
-        finally:
-            if Path(f"/sys/block/{Path(upper).name}/loop/backing_file").read_text().strip() == dev:
-                sh("losetup", "-d", upper)
+        with stacked_loop(dev) as upper, mounted_ext4(upper, tmp_path / "mp") as mp:
+            before = edges(dev)
+            msg = refused(device_spec(dev, wipe=identity(dev)), scratch, dev)
+            assert edges(dev) == before
     assert msg == f"targets.disk.device: {dev} is mounted ({upper} on {mp}); boatload formats only a device nothing uses"
 
 
@@ -95,12 +102,8 @@ def test_active_swap_is_refused(tmp_path, scratch):
 def test_a_holder_stacked_on_it_is_refused(tmp_path, scratch):
     """No device-mapper here: the holder is a loop device on the device itself."""
     with loop_device(tmp_path, 64) as dev:
-        upper = sh("losetup", "--find", "--show", dev).strip()
-        try:
+        with stacked_loop(dev) as upper:
             msg = refused(device_spec(dev), scratch, dev)
-        finally:
-            if Path(f"/sys/block/{Path(upper).name}/loop/backing_file").read_text().strip() == dev:
-                sh("losetup", "-d", upper)
     assert msg == f"targets.disk.device: {dev} has holders stacked on it ({Path(upper).name}); boatload formats only a device nothing uses"
 
 
