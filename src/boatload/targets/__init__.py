@@ -62,8 +62,7 @@ def needs_root_message(spec: TargetSpec) -> str:
     if spec.kind == "tmpfs":
         return f"tmpfs target '{spec.name}' needs root to mount (running as uid {uid})"
     if spec.kind == "device":
-        return (f"targets.{spec.name}.device: kind device needs root to format and mount {spec.device} "
-                f"(running as uid {uid}); nothing was opened")
+        return guard.needs_root_message(spec, uid)
     return (
         f"{spec.kind} target '{spec.name}' ({spec.fs}) needs root to attach a loop device and mount "
         f"(running as uid {uid}); kind 'dir' runs without root"

@@ -113,14 +113,18 @@ def check_device(field: str, path: str, wipe: str | None, min_bytes: int, scratc
     return problems
 
 
+def needs_root_message(spec: TargetSpec, euid: int) -> str:
+    return (f"targets.{spec.name}.device: kind device needs root to format and mount {spec.device} "
+            f"(running as uid {euid}); nothing was opened")
+
+
 def refusals(spec: TargetSpec, scratch: Path | None, euid: int | None = None) -> list[str]:
     """Every reason a `device` target may not be provisioned (none for other kinds)."""
     if spec.kind != "device":
         return []
     euid = os.geteuid() if euid is None else euid
     if euid != 0:
-        return [f"targets.{spec.name}.device: kind device needs root to format and mount {spec.device} "
-                f"(running as uid {euid}); nothing was opened"]
+        return [needs_root_message(spec, euid)]
     where = f"targets.{spec.name}"
     problems = check_device(f"{where}.device", spec.device, spec.wipe, MIN_SIZE_MB[spec.fs] * MiB, scratch)
     if spec.log_device:
