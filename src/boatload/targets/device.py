@@ -9,6 +9,7 @@ and by boatload.cleanup after a kill (the ledger's "device" record)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from boatload import blockdev
@@ -39,10 +40,15 @@ def _claim(spec: TargetSpec, field_: str, path: str, ledger: Ledger, undo, want_
     return dev, cache, rid
 
 
+def erase(wipefs: str, path: str) -> subprocess.CompletedProcess:
+    """`wipefs --all` on `path`: every file-system, RAID and partition-table
+    signature goes, so old ones that mkfs would leave behind go too."""
+    return run([wipefs, "--all", "--quiet", path], timeout=300)
+
+
 def wipe_signatures(spec: TargetSpec, dev: blockdev.BlockDev, wipefs: str) -> None:
-    """`wipefs --all`: old RAID or partition-table signatures that mkfs would leave
-    behind go too. Only reached when the guard passed, so `wipe` named this device."""
-    check(run([wipefs, "--all", "--quiet", dev.path], timeout=300), f"targets.{spec.name}.wipe: erasing {dev.path}")
+    """Erase `dev`'s signatures. Only reached when the guard passed, so `wipe` named this device."""
+    check(erase(wipefs, dev.path), f"targets.{spec.name}.wipe: erasing {dev.path}")
 
 
 def _why_not_now(dev: blockdev.BlockDev, scratch: Path) -> str | None:
