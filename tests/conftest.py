@@ -50,6 +50,17 @@ def ours_left(scratch: Path) -> list[str]:
 
 
 @pytest.fixture
+def study_scratch(tmp_path, worker, monkeypatch) -> Path:
+    """The scratch directory of the studies a test runs (`<tmp>/scratch`, with
+    the worker built for the tests); nothing may be left mounted or attached
+    in it. (targetlib's `scratch` is the provisioning tests' own.)"""
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
+    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
+    yield tmp_path / "scratch"
+    assert ours_left(tmp_path / "scratch") == []
+
+
+@pytest.fixture
 def workdir(tmp_path, worker, monkeypatch) -> Path:
     """A copy of the workflow in a temporary clone, with its own scratch and results."""
     clone = tmp_path / "clone"

@@ -6,6 +6,7 @@ first and last MiB unchanged byte for byte)."""
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -35,52 +36,55 @@ def device_spec(dev: str, fs: str = "ext4", **kw):
     return parse_target("disk", {"kind": "device", "fs": fs, "device": dev, **kw})
 
 
+@contextmanager
+def mounted_ext4(source: str, mp: Path):
+    """A fresh ext4 on `source`, mounted on `mp` (made here) while the body runs."""
+    sh("mkfs.ext4", "-q", "-F", source)
+    mp.mkdir()
+    sh("mount", source, str(mp))
+    try:
+        yield mp
+    finally:
+        sh("umount", str(mp))
+
+
+@contextmanager
+def stacked_loop(dev: str):
+    """A loop device on the device itself (a holder, as a partition or device-mapper
+    would be); detached after, if it is still on `dev`."""
+    upper = sh("losetup", "--find", "--show", dev).strip()
+    try:
+        yield upper
+    finally:
+        if Path(f"/sys/block/{Path(upper).name}/loop/backing_file").read_text().strip() == dev:
+            sh("losetup", "-d", upper)
+
+
 def test_mounted_partition_is_refused(tmp_path, scratch):
     with loop_device(tmp_path, 64, partscan=True) as dev:
         part = f"{dev}p1"
         if not os.path.exists(part):  # e.g. a kernel built without partition table parsers
             pytest.skip(f"this kernel made no partition of {dev} from its DOS label")
-        sh("mkfs.ext4", "-q", "-F", part)
-        mp = tmp_path / "mp"
-        mp.mkdir()
-        sh("mount", part, str(mp))
-        try:
+        with mounted_ext4(part, tmp_path / "mp") as mp:
             msg = refused(device_spec(dev, wipe=identity(dev)), scratch, dev)
-        finally:
-            sh("umount", str(mp))
     assert msg.startswith("targets.disk.device: ")
     assert f"is mounted ({part} on {mp})" in msg
 
 
 def test_mounted_device_is_refused(tmp_path, scratch):
     with loop_device(tmp_path, 64) as dev:
-        sh("mkfs.ext4", "-q", "-F", dev)
-        mp = tmp_path / "mp"
-        mp.mkdir()
-        sh("mount", dev, str(mp))
-        try:
+        with mounted_ext4(dev, tmp_path / "mp") as mp:
             msg = refused(device_spec(dev, wipe=identity(dev)), scratch, dev)
-        finally:
-            sh("umount", str(mp))
     assert msg == f"targets.disk.device: {dev} is mounted (on {mp}); boatload formats only a device nothing uses"
 
 
 def test_a_mounted_file_system_stacked_on_it_is_refused(tmp_path, scratch):
     """What a partition would be where the kernel parses none: a loop device on the device, mounted."""
     with loop_device(tmp_path, 64) as dev:
-        upper = sh("losetup", "--find", "--show", dev).strip()
-        mp = tmp_path / "mp"
-        mp.mkdir()
-        try:
-            sh("mkfs.ext4", "-q", "-F", upper)
-            sh("mount", upper, str(mp))
+        with stacked_loop(dev) as upper, mounted_ext4(upper, tmp_path / "mp") as mp:
             before = edges(dev)
             msg = refused(device_spec(dev, wipe=identity(dev)), scratch, dev)
             assert edges(dev) == before
-            sh("umount", str(mp))
-        finally:
-            if Path(f"/sys/block/{Path(upper).name}/loop/backing_file").read_text().strip() == dev:
-                sh("losetup", "-d", upper)
     assert msg == f"targets.disk.device: {dev} is mounted ({upper} on {mp}); boatload formats only a device nothing uses"
 
 
@@ -98,12 +102,8 @@ def test_active_swap_is_refused(tmp_path, scratch):
 def test_a_holder_stacked_on_it_is_refused(tmp_path, scratch):
     """No device-mapper here: the holder is a loop device on the device itself."""
     with loop_device(tmp_path, 64) as dev:
-        upper = sh("losetup", "--find", "--show", dev).strip()
-        try:
+        with stacked_loop(dev) as upper:
             msg = refused(device_spec(dev), scratch, dev)
-        finally:
-            if Path(f"/sys/block/{Path(upper).name}/loop/backing_file").read_text().strip() == dev:
-                sh("losetup", "-d", upper)
     assert msg == f"targets.disk.device: {dev} has holders stacked on it ({Path(upper).name}); boatload formats only a device nothing uses"
 
 

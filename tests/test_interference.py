@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from boatload import interference
+from boatload import interference, procfs
 from boatload.tidy import run_columns
 
 # One measurement job in a process of its own (so that a hog started by the
@@ -204,7 +204,7 @@ def test_others_writing_to_the_disk_under_a_disk_backed_target_disturb_it(tmp_pa
     directory, in a loop) while the worker measures a plain directory on the
     same disk: most of that disk's I/O in the phase is the others', and the
     phase is disturbed by it."""
-    if interference.host_disk(tmp_path) is None:
+    if procfs.host_disk(tmp_path) is None:
         pytest.skip(f"{tmp_path} is not on a block device")
     writer = subprocess.Popen(["sh", "-c", f"while :; do dd if=/dev/zero of={tmp_path / 'others'} bs=1M count=64 "
                                "oflag=direct status=none; done"], start_new_session=True)
@@ -282,18 +282,18 @@ def test_a_worker_without_a_monitor_runs_as_before(tmp_path, worker):
 def test_the_orchestrator_is_the_outermost_snakemake_above_the_run(tmp_path):
     script = tmp_path / "snakemake"
     script.write_text(f"#!{sys.executable}\nimport subprocess, sys\n"
-                      "sys.exit(subprocess.run([sys.executable, '-c', 'from boatload.interference import "
+                      "sys.exit(subprocess.run([sys.executable, '-c', 'from boatload.procfs import "
                       "orchestrator_root; import os; print(orchestrator_root(), os.getppid())']).returncode)\n")
     script.chmod(0o755)
     out = subprocess.run([str(script)], capture_output=True, text=True, check=True).stdout.split()
     root, parent = map(int, out)
     assert root == parent  # the fake snakemake started the python that asked
-    assert interference.orchestrator_root() is None or interference.orchestrator_root() != os.getpid()
+    assert procfs.orchestrator_root() is None or procfs.orchestrator_root() != os.getpid()
 
 
 @pytest.mark.parametrize("path", ["/dev/shm", "/proc"])
 def test_no_host_disk_under_memory_file_systems(path):
-    assert interference.host_disk(Path(path)) is None
+    assert procfs.host_disk(Path(path)) is None
 
 
 def test_the_progress_line_counts_the_runs_kept_under_a_constant_load(tmp_path):

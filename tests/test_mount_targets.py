@@ -100,20 +100,30 @@ RUN = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("fs", ["tmpfs", "ext4"])
-@pytest.mark.parametrize("who", ["root", "nobody"])
-def test_a_run_leaves_only_the_users_things(base, fs, who):
+def scratch_of(base: Path, who: str) -> Path:
+    """The run's scratch directory; nobody's own when the run is nobody's."""
     scratch = base / "scratch"
     if who == "nobody":
         scratch.mkdir()
         os.chown(scratch, NOBODY, NOBODY)
+    return scratch
+
+
+def run_as(who: str, mp: Path, scratch: Path, how: str) -> subprocess.CompletedProcess:
+    """RUN on the mount target at `mp`, as root (this process's user) or as nobody."""
+    if who == "root":
+        return subprocess.run([sys.executable, "-c", RUN, str(mp), str(scratch), how], capture_output=True,
+                              text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=60)
+    return run_as_nobody(RUN, str(mp), str(scratch), how)
+
+
+@pytest.mark.parametrize("fs", ["tmpfs", "ext4"])
+@pytest.mark.parametrize("who", ["root", "nobody"])
+def test_a_run_leaves_only_the_users_things(base, fs, who):
+    scratch = scratch_of(base, who)
     with mounted(base, fs) as mp:
         before = users_things(mp)
-        if who == "root":
-            r = subprocess.run([sys.executable, "-c", RUN, str(mp), str(scratch), "run"], capture_output=True,
-                               text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=60)
-        else:
-            r = run_as_nobody(RUN, str(mp), str(scratch), "run")
+        r = run_as(who, mp, scratch, "run")
         assert r.returncode == 0, r.stderr
         first, second = r.stdout.splitlines()
         path, kernel_fs, source = first.split()
@@ -125,17 +135,10 @@ def test_a_run_leaves_only_the_users_things(base, fs, who):
 
 @pytest.mark.parametrize("who", ["root", "nobody"])
 def test_a_killed_runs_directory_goes_with_make_clean_mounts(base, who):
-    scratch = base / "scratch"
-    if who == "nobody":
-        scratch.mkdir()
-        os.chown(scratch, NOBODY, NOBODY)
+    scratch = scratch_of(base, who)
     with mounted(base, "ext4") as mp:
         before = users_things(mp)
-        if who == "root":
-            r = subprocess.run([sys.executable, "-c", RUN, str(mp), str(scratch), "kill"], capture_output=True,
-                               text=True, env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=60)
-        else:
-            r = run_as_nobody(RUN, str(mp), str(scratch), "kill")
+        r = run_as(who, mp, scratch, "kill")
         assert r.returncode == -signal.SIGKILL, r.stderr
         left = ours(mp)
         assert len(left) == 1 and (mp / left[0] / "made-by-boatload").exists()

@@ -10,25 +10,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 import yaml
 
 from boatload.provenance import gather
 from boatload.studies import forest, journal
 from boatload.tidy import tidy
-from conftest import ROOT, ours_left
+from conftest import ROOT
 from devicelib import identity, loop_devices, signatures
 from targetlib import root
 
 pytestmark = root
-
-
-@pytest.fixture
-def scratch(tmp_path, worker, monkeypatch):
-    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
-    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
-    yield tmp_path / "scratch"
-    assert ours_left(tmp_path / "scratch") == []
 
 
 def ci_config() -> dict:
@@ -48,7 +39,7 @@ def run_all(module, cfg, tmp_path, study: str):
     return docs, raw, tidy(study, raw, tmp_path / f"{study}.parquet")
 
 
-def test_forest_at_ci_scale_on_a_device(scratch, tmp_path):
+def test_forest_at_ci_scale_on_a_device(study_scratch, tmp_path):
     cfg = ci_config()
     with loop_devices(tmp_path, 256) as (disk,):
         cfg["targets"] = {"mydisk": {"kind": "device", "fs": "ext4", "device": disk,
@@ -74,7 +65,7 @@ def test_forest_at_ci_scale_on_a_device(scratch, tmp_path):
         assert signatures(disk) == ""  # every run left it blank
 
 
-def test_journal_at_ci_scale_with_the_log_on_a_second_device(scratch, tmp_path):
+def test_journal_at_ci_scale_with_the_log_on_a_second_device(study_scratch, tmp_path):
     cfg = ci_config()
     with loop_devices(tmp_path, 320, 64) as (data, log):
         cfg["targets"] = {"raid-with-ssd-log": {"kind": "device", "fs": "xfs", "device": data, "log": {"device": log}}}

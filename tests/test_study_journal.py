@@ -11,7 +11,7 @@ import yaml
 from boatload import targets, targetspec
 from boatload.studies import journal
 from boatload.tidy import schema, tidy
-from conftest import ROOT, ours_left
+from conftest import ROOT
 
 root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
 PHASES = ["sequential_create", "random_open", "random_stat", "random_read", "sequential_delete"]
@@ -23,14 +23,6 @@ def config(name):
 
 def job_for(cfg, target):
     return next(j for j in journal.jobs(cfg) if j["target"]["name"] == target and j["rep"] == 1)
-
-
-@pytest.fixture
-def scratch(tmp_path, worker, monkeypatch):
-    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
-    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
-    yield tmp_path / "scratch"
-    assert ours_left(tmp_path / "scratch") == []
 
 
 @pytest.mark.parametrize("name", ["ci.yaml", "config.yaml", "full.yaml"])
@@ -68,7 +60,7 @@ def _tidy(docs, tmp_path):
 
 
 @root
-def test_a_ci_job_on_xfs_measures_the_five_phases(scratch, tmp_path):
+def test_a_ci_job_on_xfs_measures_the_five_phases(study_scratch, tmp_path):
     cfg = config("ci.yaml")
     job = job_for(cfg, "xfs-log-internal")
     doc = journal.run(job)
@@ -90,7 +82,7 @@ def test_a_ci_job_on_xfs_measures_the_five_phases(scratch, tmp_path):
 
 
 @root
-def test_external_log_and_dropped_flushes_are_labelled(scratch):
+def test_external_log_and_dropped_flushes_are_labelled(study_scratch):
     cfg = config("ci.yaml")
     if "log" not in targetspec.FIELDS:
         pytest.skip("boatload.targets does not take `log`/`write_cache` yet")
@@ -103,13 +95,13 @@ def test_external_log_and_dropped_flushes_are_labelled(scratch):
         assert all(r["ops_per_s"] > 0 for r in rows)
 
 
-def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, tmp_path):
+def test_without_root_the_job_is_skipped_with_the_reason(study_scratch, monkeypatch, tmp_path):
     monkeypatch.setattr(targets, "is_root", lambda: False)
     doc = journal.run(job_for(config("ci.yaml"), "xfs-log-internal"))
     assert doc["result"]["status"] == "skipped"
     assert "not root" in doc["result"]["reason"] and "needs root" in doc["result"]["reason"]
     assert doc["target_provenance"] is None
-    assert not Path(scratch, "images").exists() or not any(Path(scratch, "images").iterdir())
+    assert not Path(study_scratch, "images").exists() or not any(Path(study_scratch, "images").iterdir())
     table = _tidy([doc], tmp_path)
     assert dict(table.schema) == schema("journal")  # the study's columns and the run's interference columns
     assert table["status"].to_list() == ["skipped"] * 5

@@ -13,7 +13,7 @@ from boatload.config import ConfigError
 from boatload.peers import bonnie
 from boatload.studies import tmpfs
 from boatload.tidy import tidy
-from conftest import ROOT, ours_left
+from conftest import ROOT
 
 root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
 needs_bonnie = pytest.mark.skipif(bonnie.executable() is None, reason="bonnie++ is not installed")
@@ -30,14 +30,6 @@ def job_for(cfg, target, w, rep=1, with_bonnie=False):
         cfg["studies"]["tmpfs"]["repetitions"] = max(rep, 2)
     return next(j for j in tmpfs.jobs(cfg) if j["target"]["name"] == target and j["working_set"] == w
                 and j["rep"] == rep)
-
-
-@pytest.fixture
-def scratch(tmp_path, worker, monkeypatch):
-    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
-    monkeypatch.setenv("BOATLOAD_WORKER", str(worker))
-    yield tmp_path / "scratch"
-    assert ours_left(tmp_path / "scratch") == []
 
 
 def _tidy(docs, tmp_path):
@@ -196,7 +188,7 @@ def test_the_worker_does_bonnies_six_tests_in_bonnies_order(worker, tmp_path, mo
 
 
 @root
-def test_ci_runs_in_the_memory_limit_inside_and_beyond_it(scratch, tmp_path):
+def test_ci_runs_in_the_memory_limit_inside_and_beyond_it(study_scratch, tmp_path):
     cfg = config("ci.yaml")
     docs = {}
     for target in ("tmpfs", "ext3"):
@@ -223,7 +215,7 @@ def test_ci_runs_in_the_memory_limit_inside_and_beyond_it(scratch, tmp_path):
 
 @root
 @needs_bonnie
-def test_ci_worker_and_bonnie_in_the_same_job_in_the_memory_limit(scratch, tmp_path):
+def test_ci_worker_and_bonnie_in_the_same_job_in_the_memory_limit(study_scratch, tmp_path):
     docs = [tmpfs.run(job_for(config("ci.yaml"), "tmpfs", 1.6, rep, with_bonnie=True)) for rep in (1, 2)]
     firsts = []
     for doc in docs:
@@ -262,7 +254,7 @@ def test_ci_worker_and_bonnie_in_the_same_job_in_the_memory_limit(scratch, tmp_p
     assert tmpfs.STUDY.table_schema.items() <= dict(table.schema).items() and table.height == 2 * 2 * 6
 
 
-def test_without_root_the_job_is_skipped_with_the_reason(scratch, monkeypatch, tmp_path):
+def test_without_root_the_job_is_skipped_with_the_reason(study_scratch, monkeypatch, tmp_path):
     monkeypatch.setattr(targets, "is_root", lambda: False)
     docs = [tmpfs.run(job_for(config("ci.yaml"), "tmpfs", 0.6, with_bonnie=bonnie_too)) for bonnie_too in (False, True)]
     for doc in docs:
@@ -284,7 +276,7 @@ def test_reclaim_gave_up_only_for_an_oom_kill_with_swap_room():
 
 
 @root
-def test_an_oom_kill_with_swap_room_is_run_again_and_kept(scratch, monkeypatch):
+def test_an_oom_kill_with_swap_room_is_run_again_and_kept(study_scratch, monkeypatch):
     # cgroup v1 swappiness 0: the cgroup may not swap, so beyond the limit the
     # kernel OOM-kills with the swap file empty, as a reclaim that gives up does
     if memlimit.choose().hierarchy.version != 1:

@@ -53,8 +53,14 @@ class BlockDev:
     @property
     def backing_file(self) -> str | None:
         """A loop device's backing file (None for other devices, or a loop device with none)."""
-        back = read_sys(Path("/sys/block") / self.disk / "loop" / "backing_file") if self.name == self.disk else None
-        return back.removesuffix(" (deleted)") if back else None
+        return (loop_backing_file(self.disk) or None) if self.name == self.disk else None
+
+
+def loop_backing_file(device: str) -> str | None:
+    """The kernel's word on what backs a loop device (`loop3` or `/dev/loop3`;
+    sysfs, " (deleted)" taken off), None if it backs nothing."""
+    back = read_sys(Path("/sys/block") / Path(device).name / "loop" / "backing_file")
+    return None if back is None else back.removesuffix(" (deleted)")
 
 
 def from_sysdir(sysdir: Path) -> BlockDev:

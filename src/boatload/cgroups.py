@@ -122,6 +122,18 @@ def _own_dir(entry, path: str | None) -> Path | None:
     return Path(entry.mount_point) / path.lstrip("/")
 
 
+def own_cgroup(controller: str | None, text: str | None = None) -> str | None:
+    """This process's cgroup in the v1 hierarchy of `controller`, or (None) in
+    cgroup v2, from /proc/self/cgroup (`text`: its content, for tests)."""
+    text = read_sys("/proc/self/cgroup") if text is None else text
+    for line in (text or "").splitlines():
+        hid, _, rest = line.partition(":")
+        names, _, path = rest.partition(":")
+        if (controller is None and hid == "0" and names == "") or (controller and controller in names.split(",")):
+            return path
+    return None
+
+
 def hierarchies(entries: list | None = None, self_cgroup: str | None = None) -> list[Hierarchy]:
     """The cgroup hierarchies that could limit memory, most preferred first:
     v1 memory hierarchies, then cgroup2 mounts (/sys/fs/cgroup first). The
@@ -129,14 +141,7 @@ def hierarchies(entries: list | None = None, self_cgroup: str | None = None) -> 
     for tests."""
     entries = mountinfo() if entries is None else entries
     text = read_sys("/proc/self/cgroup") if self_cgroup is None else self_cgroup
-    own_v1 = own_v2 = None
-    for line in (text or "").splitlines():
-        hid, _, rest = line.partition(":")
-        controllers, _, path = rest.partition(":")
-        if hid == "0" and controllers == "":
-            own_v2 = path
-        elif "memory" in controllers.split(","):
-            own_v1 = path
+    own_v1, own_v2 = own_cgroup("memory", text), own_cgroup(None, text)
     by_mount: dict[str, Hierarchy] = {}  # the topmost mount on a mount point wins
     for e in entries:
         if e.fstype == "cgroup" and "memory" in e.super_options.split(","):

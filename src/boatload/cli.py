@@ -116,9 +116,7 @@ def _cmd_target(args: argparse.Namespace) -> int:
     from boatload.cleanup import cleanup
     from boatload.config import load
     from boatload.paths import scratch_dir
-    from boatload.targets import TargetError, updown
-    from boatload.targets.guard import refusals
-    from boatload.targets.mount import refusals as mount_refusals
+    from boatload.targets import TargetError, refusals, updown
     from boatload.targetspec import parse_target
 
     scratch = Path(args.scratch) if args.scratch else scratch_dir()
@@ -132,7 +130,7 @@ def _cmd_target(args: argparse.Namespace) -> int:
             raise TargetError(f"targets.{args.name}: not in {args.configfile} (it has {', '.join(sorted(config['targets']))})")
         spec = parse_target(args.name, config["targets"][args.name])
         updown.ensure_down(spec.name, scratch)
-        problems = refusals(spec, scratch) + mount_refusals(spec, scratch)
+        problems = refusals(spec, scratch)
         if problems:
             raise TargetError("; ".join(problems) if len(problems) == 1 else "\n  - ".join(["refused:", *problems]))
         updown.up(spec, scratch)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from boatload import blockdev
 from boatload.targets.guard import assess
-from boatload.targetspec import MIN_SIZE_MB, MiB
+from boatload.targetspec import LOOP_FS, MIN_SIZE_MB, MiB
 
-SMALLEST = min(MIN_SIZE_MB[fs] for fs in ("ext2", "ext3", "ext4", "xfs", "btrfs")) * MiB
+SMALLEST = min(MIN_SIZE_MB[fs] for fs in LOOP_FS) * MiB  # the file systems a device target can take
 
 
 def survey(scratch: Path | None) -> list[dict]:

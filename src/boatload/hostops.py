@@ -278,6 +278,14 @@ def subdir(scratch: Path, name: str) -> Path:
 # files and directories we made
 
 
+def existing_ancestor(path: Path | str) -> Path:
+    """The path, or its nearest existing parent (a scratch directory may not exist yet)."""
+    path = Path(path).resolve()
+    while not path.exists():
+        path = path.parent
+    return path
+
+
 def same_file(path: Path, fd: int) -> bool:
     """Is `path` (not followed) the very file open as `fd`? The open fd keeps the
     inode allocated, so equal (device, inode) numbers cannot be a reused number."""
@@ -305,6 +313,34 @@ def remove_dir(d: Path, fd: int) -> bool:
         raise TargetError(f"{d} is no longer the directory we created; leaving it")
     shutil.rmtree(d)  # does not follow symlinks (fd-based on Linux)
     return True
+
+
+def create_pinned(ledger, undo: Teardown, kind: str, path: Path, directory: bool = False, **facts) -> tuple[str, int]:
+    """Record `path` in the ledger (kind `kind`), create it where nothing was
+    (mkdir, or O_EXCL for a file) and keep an fd open on it until teardown,
+    which closes it and removes `path` if it is still that inode; returns the
+    ledger id and the fd. The fd pins the inode, so its number cannot be taken
+    by another file, and "same inode" then means "ours". When creating fails,
+    the record is released as never created and the OSError (FileExistsError
+    when `path` exists) raised for the caller to word."""
+    with deferred_signals():
+        rid = ledger.record(kind, path, **facts)
+        try:
+            if directory:
+                os.mkdir(path, 0o755)
+            else:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError:
+            ledger.release(rid, by="never-created")
+            raise
+        if directory:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        undo.step(f"close {path}", lambda: os.close(fd))
+        remove = remove_dir if directory else remove_file
+        undo.step(f"{'remove' if directory else 'delete'} {path}", lambda: remove(path, fd), release=(ledger, rid))
+        st = os.fstat(fd)
+        ledger.note(rid, inode=st.st_ino, dev=st.st_dev)
+    return rid, fd
 
 
 def rmdir(d: Path) -> None:

@@ -163,6 +163,15 @@ def median_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -
     return float(np.median(x)), float(x[j - 1]), float(x[n - j]), max(coverage, 0.0)
 
 
+def _runs_for_distance(quantile: float, power: float, log_sd: float, distance: float, least: int) -> int:
+    """Runs per side by the normal-theory size for two means, 2 (z_quantile +
+    z_power)^2 sd^2 / distance^2, over the Mann-Whitney efficiency 3/pi, and
+    no fewer than `least` (what an interval at the level needs)."""
+    z = NormalDist().inv_cdf
+    n = 2.0 * (z(quantile) + z(power)) ** 2 * log_sd**2 / distance**2 / MW_EFFICIENCY
+    return max(math.ceil(n), least)
+
+
 def runs_to_settle(ratio: float, log_sd: float | None, level: float, power: float = POWER) -> int | None:
     """Runs per side at which an effect of `ratio` (on the log scale, spread
     `log_sd` per run) would exclude no effect at `level` with probability
@@ -175,9 +184,7 @@ def runs_to_settle(ratio: float, log_sd: float | None, level: float, power: floa
     effect = abs(math.log(ratio))
     if effect == 0.0:
         return None
-    z = NormalDist().inv_cdf
-    n = 2.0 * (z(1.0 - (1.0 - level) / 2.0) + z(power)) ** 2 * log_sd**2 / effect**2 / MW_EFFICIENCY
-    return max(math.ceil(n), runs_for_interval(level))
+    return _runs_for_distance(1.0 - (1.0 - level) / 2.0, power, log_sd, effect, runs_for_interval(level))
 
 
 def simulated_coverage(m: int, n: int, level: float = 0.95, draws: int = 2000, true_ratio: float = 1.7,
@@ -208,6 +215,4 @@ def runs_to_decide_equivalence(ratio: float, log_sd: float | None, margin: float
     distance = abs(math.log(margin) - abs(math.log(ratio)))
     if distance == 0.0:
         return None
-    z = NormalDist().inv_cdf
-    n = 2.0 * (z(level) + z(power)) ** 2 * log_sd**2 / distance**2 / MW_EFFICIENCY
-    return max(math.ceil(n), runs_for_interval(2.0 * level - 1.0))
+    return _runs_for_distance(level, power, log_sd, distance, runs_for_interval(2.0 * level - 1.0))

@@ -7,7 +7,8 @@ from __future__ import annotations
 import os
 import time
 
-from boatload.interference import TICK_S, orchestrator_root, processes, reaped, subtree
+from boatload.disturbance import TICK_S
+from boatload.procfs import orchestrator_root, processes, reaped, subtree, used_ticks
 
 
 def busy(seconds: float, ours: int | None = None) -> list[dict]:
@@ -24,8 +25,7 @@ def busy(seconds: float, ours: int | None = None) -> list[dict]:
     for pid, p in b.items():
         if pid in mine or p.kthread:
             continue
-        was = a.get(pid)
-        used = p.cpu_ticks - (was.cpu_ticks if was and was.started == p.started else 0) - gone.get(pid, 0)
+        used = used_ticks(pid, a, b, gone)
         if used > 0:
             out.append({"pid": pid, "comm": p.comm, "share": round(used * TICK_S / seconds, 3)})
     return sorted(out, key=lambda r: -r["share"])

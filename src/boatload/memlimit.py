@@ -277,16 +277,7 @@ def _enable_memory(choice: Choice, prov: dict) -> None:
 def _setup_cgroup(choice: Choice, limit_bytes: int, swap_bytes: int, ledger, undo, prov) -> Limit:
     h = choice.hierarchy
     parent = choice.parent
-    path = parent / f"boatload-{token()}"
-    with deferred_signals():
-        rid = ledger.record("cgroup", path, version=h.version)
-        try:
-            os.mkdir(path, 0o755)
-        except OSError as e:
-            ledger.release(rid, by="never-created")
-            raise MemoryLimitError(f"cgroup v{h.version}: cannot create {path} ({e.strerror})") from None
-        undo.step(f"remove cgroup {path}", lambda: remove_cgroup(path), release=(ledger, rid))
-
+    path, rid = new_cgroup(parent, ledger, undo, f"cgroup v{h.version}: cannot create", remove_cgroup, version=h.version)
     if h.version == 1:
         write_cgroup(path / "memory.limit_in_bytes", str(limit_bytes))
         if (path / "memory.memsw.limit_in_bytes").exists():
@@ -333,6 +324,23 @@ def _kill_all(cgroup: Path, timeout: float = KILL_TIMEOUT) -> int:
                 f"cgroup {cgroup}: processes {pids or '(in another pid namespace)'} still there {timeout:.0f} s after SIGKILL"
             )
         time.sleep(0.02)
+
+
+def new_cgroup(parent: Path, ledger, undo, failure: str, remove: Callable[[Path], object], **facts) -> tuple[Path, str]:
+    """A new cgroup `boatload-<pid>-<rand>` under `parent`, recorded in the
+    ledger (kind "cgroup", with `facts`) before it is made and removed on
+    teardown by `remove`; `failure` begins the error when mkdir fails.
+    Returns the path and its ledger id."""
+    path = parent / f"boatload-{token()}"
+    with deferred_signals():
+        rid = ledger.record("cgroup", path, **facts)
+        try:
+            os.mkdir(path, 0o755)
+        except OSError as e:
+            ledger.release(rid, by="never-created")
+            raise MemoryLimitError(f"{failure} {path} ({e.strerror})") from None
+        undo.step(f"remove cgroup {path}", lambda: remove(path), release=(ledger, rid))
+    return path, rid
 
 
 def remove_cgroup(path: Path, timeout: float = KILL_TIMEOUT) -> int:

@@ -22,12 +22,10 @@ from pathlib import Path
 
 from boatload import interference, machineload, memlimit, plan, system, tools
 from boatload.studies import registry, study
-from boatload.hostops import statfs_type  # the names NO_SWAP_FS uses
+from boatload.hostops import existing_ancestor, statfs_type  # statfs_type: the names NO_SWAP_FS uses
 from boatload.swapfiles import NO_SWAP_FS
 from boatload.capacity import spec_of
-from boatload.targets import modelled
-from boatload.targets.guard import refusals
-from boatload.targets.mount import refusals as mount_refusals
+from boatload.targets import refusals
 
 GiB = 1 << 30
 # Raw results (a JSON document per run, intervals and interference records
@@ -47,17 +45,9 @@ class Report:
         return "\n".join([head, *(f"  - {p}" for p in self.problems)])
 
 
-def _existing(path: Path) -> Path:
-    """The path, or its nearest existing parent (the scratch directory may not exist yet)."""
-    path = path.resolve()
-    while not path.exists():
-        path = path.parent
-    return path
-
-
 def _free(path: Path) -> tuple[int, int]:
     """(free bytes for us, st_dev) of the file system holding `path`."""
-    where = _existing(path)
+    where = existing_ancestor(path)
     st = os.statvfs(where)
     return st.f_bavail * st.f_frsize, os.stat(where).st_dev
 
@@ -95,7 +85,7 @@ def check(config: dict, pending: list[plan.Run], scratch: Path, results: Path, *
     report = Report()
     root = (os.geteuid() if euid is None else euid) == 0
     ram = system.memory_bytes()
-    scratch_fs = statfs_type(_existing(scratch)) or "unknown"
+    scratch_fs = statfs_type(existing_ancestor(scratch)) or "unknown"
     report.machine.append(f"root: {'yes' if root else 'no (stand-ins and skips, see below)'}")
     report.machine.append(f"RAM {_size(ram)}, {os.cpu_count()} CPUs")
     if not pending:
@@ -144,7 +134,7 @@ def _check_targets(report: Report, pending, scratch: Path, euid: int) -> None:
         seen.setdefault(run.target, run.job["target"])
     for name in sorted(seen):
         spec = spec_of(seen[name])
-        report.problems += refusals(spec, scratch, euid=euid) + mount_refusals(spec, scratch) + modelled.refusals(spec)
+        report.problems += refusals(spec, scratch, euid=euid)
 
 
 def _check_kernel(report: Report, pending, needs, scratch: Path, scratch_fs: str) -> None:

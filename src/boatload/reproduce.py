@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from boatload import interference, plan
+from boatload import plan, procfs
 from boatload.config import ConfigError, load, validate
 from boatload.preflight import estimates
 from boatload.system import hostname
@@ -61,7 +61,7 @@ def _ancestors() -> set[int]:
     out, pid = set(), os.getpid()
     while pid > 1:
         out.add(pid)
-        ppid = interference.parent(pid)
+        ppid = procfs.parent(pid)
         if ppid is None:
             break
         pid = ppid
@@ -80,7 +80,7 @@ def live_runs(root: Path) -> list[int]:
             cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
         except OSError:
             continue
-        if cwd == root and interference.is_snakemake(pid):
+        if cwd == root and procfs.is_snakemake(pid):
             found.append(pid)
     return sorted(found)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-from boatload import disturbance, interference, machineload, system
+from boatload import disturbance, interference, machineload, procfs, system
 from boatload.shield import shielded
 from boatload.paths import scratch_dir
 from boatload.signals import signals_as_exceptions
@@ -55,7 +55,7 @@ def _monitor(spec: TargetSpec, provisioned: Provisioned, opts: dict, job: dict, 
     device = provisioned.provenance.get("loop_device") or (provisioned.provenance.get("device") or {}).get("name")
     return interference.Monitor(
         target_device=Path(device).name if device else None,
-        host_device=interference.host_disk(scratch_dir()),
+        host_device=procfs.host_disk(scratch_dir()),
         settings=opts,
         disk_bound=spec.kind not in ("tmpfs", "device"),  # a device target is not on the host disk
         baseline=baseline,
@@ -145,7 +145,7 @@ def run_job(study: str, job: dict, measure: Measure, *, fallback_without_root: b
         "result": attempt["result"],
         "interference": {
             "settings": opts,
-            "orchestrator_pid": interference.orchestrator_root(),
+            "orchestrator_pid": procfs.orchestrator_root(),
             "phases": attempt["records"],
             "disturbed": why is not None,
             "disturbance": kind,  # None, "passing" (no redo was left) or "constant" (kept as it was)

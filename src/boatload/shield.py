@@ -31,10 +31,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from boatload.cgroups import MemoryLimitError, procs, read_int, words, write_cgroup
-from boatload.hostops import Teardown, mountinfo, plain_dir, read_sys, token
+from boatload.cgroups import MemoryLimitError, own_cgroup, procs, read_int, words, write_cgroup
+from boatload.hostops import Teardown, mountinfo, plain_dir
 from boatload.ledger import Ledger
-from boatload.memlimit import remove_cgroup
+from boatload.memlimit import new_cgroup, remove_cgroup
 from boatload.signals import deferred_signals
 
 V1_SHARES_MAX = 262144  # the kernel's MAX_SHARES; every other process has 1024 at nice 0
@@ -43,26 +43,16 @@ NO_CPUSET = ("not pinned: a cpuset cannot keep other processes off the measureme
              "moving them, which the shield does not do")
 
 
-def _own_path(controller: str | None) -> str | None:
-    """Our cgroup in the v1 hierarchy of `controller`, or (None) in cgroup v2."""
-    for line in (read_sys("/proc/self/cgroup") or "").splitlines():
-        hid, _, rest = line.partition(":")
-        names, _, path = rest.partition(":")
-        if (controller is None and hid == "0" and names == "") or (controller and controller in names.split(",")):
-            return path
-    return None
-
-
 def where() -> tuple[int, Path, Path] | None:
     """(version, the parent to make the shield in, our own cgroup) or None without a CPU controller."""
     for e in mountinfo():
         if e.fstype == "cgroup" and "cpu" in e.super_options.split(",") and e.root == "/":
-            own = _own_path("cpu")
+            own = own_cgroup("cpu")
             if own is not None:
                 return 1, Path(e.mount_point), Path(e.mount_point) / own.lstrip("/")
     for e in mountinfo():
         if e.fstype == "cgroup2" and e.root == "/" and "cpu" in words(Path(e.mount_point) / "cgroup.controllers"):
-            own = _own_path(None)
+            own = own_cgroup(None)
             if own is not None:
                 return 2, Path(e.mount_point), Path(e.mount_point) / own.lstrip("/")
     return None
@@ -93,15 +83,7 @@ def shielded(scratch: Path, enabled: bool = True) -> Iterator[dict]:
     version, parent, own = found
     with Teardown("shield", MemoryLimitError) as undo:
         ledger = Ledger(plain_dir(Path(scratch).resolve(), MemoryLimitError))
-        path = parent / f"boatload-{token()}"
-        with deferred_signals():
-            rid = ledger.record("cgroup", path, version=version, shield=True)
-            try:
-                os.mkdir(path, 0o755)
-            except OSError as e:
-                ledger.release(rid, by="never-created")
-                raise MemoryLimitError(f"shield: cannot create cgroup {path} ({e.strerror})") from None
-            undo.step(f"remove cgroup {path}", lambda: _remove(path), release=(ledger, rid))
+        path, _ = new_cgroup(parent, ledger, undo, "shield: cannot create cgroup", _remove, version=version, shield=True)
         if version == 1:
             write_cgroup(path / "cpu.shares", str(V1_SHARES_MAX))
             record["cpu_weight"] = {"cpu.shares": read_int(path / "cpu.shares"), "others": 1024}

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from boatload.cgroups import MemoryLimitError, active_swaps
-from boatload.hostops import check, remove_file, run, same_file, statfs_type, token, why
+from boatload.hostops import check, create_pinned, run, same_file, statfs_type, token, why
 from boatload.signals import deferred_signals
 from boatload.targetspec import MiB
 
@@ -73,17 +73,10 @@ def setup_swap(scratch: Path, size: int, ledger, undo, prov, tools) -> Path:
             "put the scratch directory on a disk file system (ext4, xfs)"
         )
     path = swap_dir / f"swap-{token()}"
-    with deferred_signals():
-        rid = ledger.record("swap", path, size_bytes=size)
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        except OSError as e:
-            ledger.release(rid, by="never-created")
-            raise MemoryLimitError(f"swap: cannot create {path} ({e.strerror}); refusing to use a file boatload did not create") from None
-        undo.step(f"close {path}", lambda: os.close(fd))
-        undo.step(f"delete {path}", lambda: remove_file(path, fd), release=(ledger, rid))
-        st = os.fstat(fd)
-        ledger.note(rid, inode=st.st_ino, dev=st.st_dev)
+    try:
+        rid, fd = create_pinned(ledger, undo, "swap", path, size_bytes=size)
+    except OSError as e:
+        raise MemoryLimitError(f"swap: cannot create {path} ({e.strerror}); refusing to use a file boatload did not create") from None
 
     mkswap, swapon, swapoff = tools["mkswap"], tools["swapon"], tools["swapoff"]
     prio = _swap_priority()

@@ -35,7 +35,7 @@ from pathlib import Path
 from boatload.hostops import Teardown, is_root, plain_dir, resolve_tools, subdir
 from boatload.ledger import Ledger
 from boatload.signals import deferred_signals, signals_as_exceptions
-from boatload.targets import device, loop, modelled, mount, standin, tmpfs
+from boatload.targets import device, guard, loop, modelled, mount, standin, tmpfs
 from boatload.targets.base import Provisioned, base_provenance
 from boatload.targets.loop import set_loop_direct_io
 from boatload.targets.teardown import unmount
@@ -43,7 +43,7 @@ from boatload.targets.writecache import loop_write_cache, restore_write_cache
 from boatload.targetspec import NeedsRoot, TargetError, TargetSpec, needs_root, validated
 
 __all__ = [
-    "Provisioned", "TargetError", "provision", "set_loop_direct_io", "unmount", "loop_write_cache",
+    "Provisioned", "TargetError", "provision", "refusals", "set_loop_direct_io", "unmount", "loop_write_cache",
     "restore_write_cache",
 ]
 
@@ -62,12 +62,18 @@ def needs_root_message(spec: TargetSpec) -> str:
     if spec.kind == "tmpfs":
         return f"tmpfs target '{spec.name}' needs root to mount (running as uid {uid})"
     if spec.kind == "device":
-        return (f"targets.{spec.name}.device: kind device needs root to format and mount {spec.device} "
-                f"(running as uid {uid}); nothing was opened")
+        return guard.needs_root_message(spec, uid)
     return (
         f"{spec.kind} target '{spec.name}' ({spec.fs}) needs root to attach a loop device and mount "
         f"(running as uid {uid}); kind 'dir' runs without root"
     )
+
+
+def refusals(spec: TargetSpec, scratch: Path | None, euid: int | None = None) -> list[str]:
+    """Every reason the user's own hardware named by `spec` may not be used: a
+    device target's guard, a mount target's checks, a modelled target's models
+    and FUSE; none for the other kinds."""
+    return guard.refusals(spec, scratch, euid=euid) + mount.refusals(spec, scratch) + modelled.refusals(spec)
 
 
 @contextmanager

@@ -9,6 +9,7 @@ and by boatload.cleanup after a kill (the ledger's "device" record)."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from boatload import blockdev
@@ -39,20 +40,31 @@ def _claim(spec: TargetSpec, field_: str, path: str, ledger: Ledger, undo, want_
     return dev, cache, rid
 
 
+def erase(wipefs: str, path: str) -> subprocess.CompletedProcess:
+    """`wipefs --all` on `path`: every file-system, RAID and partition-table
+    signature goes, so old ones that mkfs would leave behind go too."""
+    return run([wipefs, "--all", "--quiet", path], timeout=300)
+
+
 def wipe_signatures(spec: TargetSpec, dev: blockdev.BlockDev, wipefs: str) -> None:
-    """`wipefs --all`: old RAID or partition-table signatures that mkfs would leave
-    behind go too. Only reached when the guard passed, so `wipe` named this device."""
-    check(run([wipefs, "--all", "--quiet", dev.path], timeout=300), f"targets.{spec.name}.wipe: erasing {dev.path}")
+    """Erase `dev`'s signatures. Only reached when the guard passed, so `wipe` named this device."""
+    check(erase(wipefs, dev.path), f"targets.{spec.name}.wipe: erasing {dev.path}")
+
+
+def _why_not_now(dev: blockdev.BlockDev, scratch: Path) -> str | None:
+    """Why `dev` may not be written now (its path is another device by now, or
+    something uses it), None if it may: asked again right before each write."""
+    now = blockdev.lookup(dev.path)
+    if isinstance(now, str) or now.devno != dev.devno:
+        return "is no longer the device the guard passed"
+    return in_use(now, scratch)
 
 
 def _blank_if_free(spec: TargetSpec, dev: blockdev.BlockDev, wipefs: str, scratch: Path) -> None:
-    now = blockdev.lookup(dev.path)
-    if isinstance(now, str) or now.devno != dev.devno:
-        raise TargetError(f"{dev.path} is no longer the device formatted; leaving it")
-    why = in_use(now, scratch)
+    why = _why_not_now(dev, scratch)
     if why:
         raise TargetError(f"{dev.path} {why}; leaving its file system")
-    wipe_signatures(spec, now, wipefs)
+    wipe_signatures(spec, dev, wipefs)
 
 
 def setup(spec: TargetSpec, scratch: Path, ledger: Ledger, undo, prov: dict, tools: dict) -> Path:
@@ -66,12 +78,7 @@ def setup(spec: TargetSpec, scratch: Path, ledger: Ledger, undo, prov: dict, too
 
     def verify():  # the moment before mkfs: still the devices the guard passed
         for d, field_ in ((data, "device"), (log, "log.device")):
-            if d is None:
-                continue
-            now = blockdev.lookup(d.path)
-            if isinstance(now, str) or now.devno != d.devno:
-                raise TargetError(f"targets.{spec.name}.{field_}: {d.path} changed since the guard passed; refusing to format it")
-            why = in_use(now, scratch)
+            why = _why_not_now(d, scratch) if d is not None else None
             if why:
                 raise TargetError(f"targets.{spec.name}.{field_}: {d.path} {why}; refusing to format it")
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from boatload import blockdev
 from boatload.blockdev import BlockDev
-from boatload.hostops import run
+from boatload.hostops import existing_ancestor, run
 from boatload.targetspec import MIN_LOG_MB, MIN_SIZE_MB, MiB, TargetSpec
 from boatload.tools import find as find_tool
 
@@ -33,20 +33,13 @@ class Assessment:
     signatures: list[str] | None  # None: not probed (in use)
 
 
-def _existing(path: Path) -> Path:
-    path = Path(path).resolve()
-    while not path.exists():
-        path = path.parent
-    return path
-
-
 def in_use(dev: BlockDev, scratch: Path | None) -> str | None:
     """Why the device may not be touched: the root or scratch file system,
     a mount, swap or a holder on it or its partitions; None if nothing uses it."""
     fam = blockdev.family(dev)
     devnos = {d.devno: d.name for d in fam}
     for what, where in (("as the root file system /", Path("/")), ("with the scratch directory's file system", scratch)):
-        if where is not None and blockdev.devno_of_path(_existing(where)) in devnos:
+        if where is not None and blockdev.devno_of_path(existing_ancestor(where)) in devnos:
             return f"is mounted {what}"
     mounts = blockdev.mounts_of(fam)
     if mounts:
@@ -120,14 +113,18 @@ def check_device(field: str, path: str, wipe: str | None, min_bytes: int, scratc
     return problems
 
 
+def needs_root_message(spec: TargetSpec, euid: int) -> str:
+    return (f"targets.{spec.name}.device: kind device needs root to format and mount {spec.device} "
+            f"(running as uid {euid}); nothing was opened")
+
+
 def refusals(spec: TargetSpec, scratch: Path | None, euid: int | None = None) -> list[str]:
     """Every reason a `device` target may not be provisioned (none for other kinds)."""
     if spec.kind != "device":
         return []
     euid = os.geteuid() if euid is None else euid
     if euid != 0:
-        return [f"targets.{spec.name}.device: kind device needs root to format and mount {spec.device} "
-                f"(running as uid {euid}); nothing was opened"]
+        return [needs_root_message(spec, euid)]
     where = f"targets.{spec.name}"
     problems = check_device(f"{where}.device", spec.device, spec.wipe, MIN_SIZE_MB[spec.fs] * MiB, scratch)
     if spec.log_device:

@@ -14,8 +14,9 @@ import stat
 from pathlib import Path
 
 from boatload import blockdev
-from boatload.hostops import run, why
+from boatload.hostops import why
 from boatload.ledger import Ledger, Resource
+from boatload.targets.device import erase
 from boatload.targets.guard import in_use
 from boatload.targets.writecache import loop_write_cache, restore_write_cache
 from boatload.targetspec import WRITE_CACHE
@@ -41,7 +42,7 @@ def undo_device(res: Resource, scratch: Path) -> tuple[list[str], list[str]]:
         if busy:
             failed.append(f"erase {dev.path}: it {busy}")
         elif wipefs:
-            r = run([wipefs, "--all", "--quiet", dev.path], timeout=300)
+            r = erase(wipefs, dev.path)
             (done if r.returncode == 0 else failed).append(
                 f"erased the file system boatload made on {dev.path}" if r.returncode == 0 else f"erase {dev.path}: {why(r)}")
     return done, failed

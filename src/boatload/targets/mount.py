@@ -15,9 +15,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from boatload.hostops import mount_at, remove_dir, token
+from boatload.hostops import create_pinned, existing_ancestor, mount_at, token
 from boatload.ledger import Ledger
-from boatload.signals import deferred_signals
 from boatload.targetspec import TargetError, TargetSpec
 
 # kernel interfaces, not storage
@@ -26,13 +25,6 @@ PSEUDO_FS = {
     "mqueue", "hugetlbfs", "configfs", "fusectl", "autofs", "binfmt_misc", "efivarfs", "nsfs", "rpc_pipefs",
 }
 DIR_PREFIX = "boatload-"
-
-
-def _existing(path: Path) -> Path:
-    path = Path(path).resolve()
-    while not path.exists():
-        path = path.parent
-    return path
 
 
 def refusals(spec: TargetSpec, scratch: Path | None) -> list[str]:
@@ -52,7 +44,7 @@ def refusals(spec: TargetSpec, scratch: Path | None) -> list[str]:
         return [f"{field_}: {path} is not a mount point (the root of a mounted file system)"]
     if entry.fstype in PSEUDO_FS:
         return [f"{field_}: {path} is a {entry.fstype} pseudo file system, not storage"]
-    if scratch is not None and os.stat(path).st_dev == os.stat(_existing(scratch)).st_dev:
+    if scratch is not None and os.stat(path).st_dev == os.stat(existing_ancestor(scratch)).st_dev:
         return [f"{field_}: {path} is the scratch directory's file system; name another one"]
     if "ro" in entry.mount_options.split(",") or not os.access(path, os.W_OK | os.X_OK):
         return [f"{field_}: {path} is not writable by uid {os.geteuid()}"]
@@ -64,21 +56,12 @@ def setup(spec: TargetSpec, scratch: Path, ledger: Ledger, undo, prov: dict, too
     if problems:
         raise TargetError(problems[0])
     d = Path(spec.path) / f"{DIR_PREFIX}{token()}"
-    with deferred_signals():
-        rid = ledger.record("userdir", d)
-        try:
-            os.mkdir(d, 0o755)
-        except FileExistsError:
-            ledger.release(rid, by="never-created")
-            raise TargetError(f"targets.{spec.name}.path: {d} already exists; refusing to use it") from None
-        except OSError as e:
-            ledger.release(rid, by="never-created")
-            raise TargetError(f"targets.{spec.name}.path: cannot create {d} ({e.strerror})") from None
-        pin = os.open(d, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        undo.step(f"close {d}", lambda: os.close(pin))
-        undo.step(f"remove {d}", lambda: remove_dir(d, pin), release=(ledger, rid))
-        st = os.fstat(pin)
-        ledger.note(rid, inode=st.st_ino, dev=st.st_dev)
+    try:
+        create_pinned(ledger, undo, "userdir", d, directory=True)
+    except FileExistsError:
+        raise TargetError(f"targets.{spec.name}.path: {d} already exists; refusing to use it") from None
+    except OSError as e:
+        raise TargetError(f"targets.{spec.name}.path: cannot create {d} ({e.strerror})") from None
     entry = mount_at(spec.path)
     prov.update(
         path=str(d),

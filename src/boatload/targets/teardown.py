@@ -10,7 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from boatload.hostops import check, loop_devices, mount_at, read_sys, run, why
+from boatload.blockdev import loop_backing_file
+from boatload.hostops import check, loop_devices, mount_at, run, why
 from boatload.targetspec import TargetError
 
 
@@ -44,17 +45,11 @@ def unmount(mp: Path, umount: str, tries: int = 5) -> str | None:
     return "unmounted lazily"
 
 
-def backing_file(device: str) -> str | None:
-    """The kernel's word on what backs a loop device (sysfs), None if it backs nothing."""
-    back = read_sys(Path("/sys/block") / Path(device).name / "loop" / "backing_file")
-    return None if back is None else back.removesuffix(" (deleted)")
-
-
 def detach(device: str, image: Path, losetup: str) -> bool:
     """Detach `device` if it is still backed by `image`; False if it was gone already.
     sysfs first: `losetup -l` can miss a device attached a moment ago (a signal
     right after losetup --find left one attached to a deleted image)."""
-    back = backing_file(device)
+    back = loop_backing_file(device)
     if back is None:
         back = next((d["back-file"] for d in loop_devices(losetup) if d["name"] == device), None)
     if back is None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from boatload.blockdev import loop_backing_file
 from boatload.hostops import read_sys, write_sys
 from boatload.signals import deferred_signals
-from boatload.targets.teardown import backing_file
 from boatload.targetspec import TargetError
 
 
@@ -29,7 +29,7 @@ def loop_write_cache(device: str) -> str | None:
 def restore_write_cache(device: str, image: Path | None, value: str) -> None:
     """Put back the write cache setting found. For a loop device (`image`
     given) only if it is still backed by `image`: else it is not ours any more, or gone."""
-    if image is not None and backing_file(device) != str(image):
+    if image is not None and loop_backing_file(device) != str(image):
         return
     write_sys(write_cache_file(device), value)
 
