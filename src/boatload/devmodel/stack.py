@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from boatload.blockdev import loop_backing_file
 from boatload.devmodel import native
 from boatload.hostops import Teardown, check, mount_at, run, subdir, token, why
 from boatload.ledger import Ledger, pid_start
@@ -150,10 +151,8 @@ def _unmount_fuse(mnt: Path, fusermount: str) -> None:
 
 
 def _detach(device: str, backing: Path, losetup: str) -> None:
-    back = Path("/sys/block") / Path(device).name / "loop" / "backing_file"
-    try:
-        now = back.read_text().strip()
-    except OSError:
+    now = loop_backing_file(device)
+    if now is None:
         return  # already detached
     if now != str(backing):
         raise TargetError(f"{device} is no longer backed by {backing}; leaving it")

@@ -18,7 +18,7 @@ from boatload.devmodel.device import stack_cost
 from boatload.devmodel.stack import attach as attach_stack, last_line
 from boatload.ledger import Ledger, pid_alive
 from boatload.targets.image import Attached, make_image
-from boatload.targets.teardown import backing_file
+from boatload.blockdev import loop_backing_file
 from boatload.targetspec import TargetError, TargetSpec, plain_model
 
 
@@ -69,7 +69,7 @@ def refusals(spec: TargetSpec, fuse: Path = Path("/dev/fuse")) -> list[str]:
 
 def verify_modelled(spec: TargetSpec, a: Attached) -> None:
     """Right before mkfs: the loop device is on the stack's FUSE file."""
-    if backing_file(a.device) != str(a.backing):
+    if loop_backing_file(a.device) != str(a.backing):
         raise TargetError(f"targets.{spec.name}: {a.device} is not backed by {a.backing} any more; refusing to format it")
 
 
