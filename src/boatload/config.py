@@ -42,10 +42,11 @@ def _fill_scale_defaults(config: dict) -> None:
     studies = config.get("studies")
     if not isinstance(studies, dict):
         return
+    scale = config.get("scale")  # not yet validated: a malformed one fills nothing and the schema names it
     for name, entry in studies.items():
         study = registry().get(name)
         if study is not None and (entry is None or isinstance(entry, dict)):
-            studies[name] = {**study.defaults.get(config.get("scale"), {}), **(entry or {})}
+            studies[name] = {**(study.defaults.get(scale, {}) if isinstance(scale, str) else {}), **(entry or {})}
 
 
 def validate(config: dict) -> dict:
