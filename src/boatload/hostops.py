@@ -23,7 +23,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from boatload.signals import deferred_signals
+from boatload.signals import deferred_signals, holding
 from boatload.targetspec import MKFS, SHM, TargetError, TargetSpec
 from boatload.tools import BY_COMMAND
 from boatload.tools import find as find_tool
@@ -66,9 +66,16 @@ def resolve_tools(spec: TargetSpec) -> dict[str, str]:
 
 
 def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run a tool to its end. In a step that holds signals back (creating a
+    resource, tearing down) the tool gets a session of its own, so a Ctrl-C
+    sent to the terminal's process group reaches boatload, which finishes the
+    step, and does not kill the tool in the middle of it (a wipefs or umount
+    cut short leaves the device as it was). Elsewhere a Ctrl-C stops the tool
+    at once, as subprocess kills it on KeyboardInterrupt."""
     try:
         return subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_ENV, timeout=timeout
+            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, env=_ENV, timeout=timeout,
+            start_new_session=holding(),
         )
     except subprocess.TimeoutExpired:
         raise TargetError(f"`{shlex.join(argv)}` did not finish within {timeout:.0f} s") from None

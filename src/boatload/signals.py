@@ -21,10 +21,16 @@ import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["Terminated", "signals_as_exceptions", "deferred_signals"]
+__all__ = ["Terminated", "signals_as_exceptions", "deferred_signals", "holding"]
 
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
 INTERRUPTING = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_held = 0  # deferred_signals blocks open in the main thread
+
+
+def holding() -> bool:
+    """True while a deferred_signals block runs: the step must run to its end."""
+    return _held > 0
 
 
 class Terminated(BaseException):
@@ -88,16 +94,21 @@ def deferred_signals(signals: Iterable[int] = INTERRUPTING) -> Iterator[list[int
     def hold(signum, _frame):
         received.append(signum)
 
-    if _in_main_thread():
+    global _held
+    main = _in_main_thread()
+    if main:
         for sig in signals:
             prev = signal.getsignal(sig)
             if prev is signal.SIG_IGN or prev is None:
                 continue
             previous[sig] = prev
             signal.signal(sig, hold)
+        _held += 1
     try:
         yield received
     finally:
+        if main:
+            _held -= 1
         for sig, prev in previous.items():
             signal.signal(sig, prev)
         if received:
