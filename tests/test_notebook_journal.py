@@ -229,6 +229,15 @@ def test_paper_section(run, tmp_path):
     assert "ext4-journal-external, run 3, random read and sequential delete" in text
     for t in FX.TARGETS:
         assert t in text
+    # the claims twice, each naming its hardware, and the modelled ratios beside the original's 24.4x and 12.2x
+    assert text.count("on this machine's disk (loop images)") >= 12
+    assert text.count("XFS on modelled raid-hdd") >= 6
+    assert "on modelled raid-hdd, log on modelled ssd-2008" in text
+    modelled = text[text.index("On the modelled hardware."):]
+    assert modelled.index("16.0× (95% CI") < modelled.index("24.4×") < modelled.index("10.0× (95% CI") < modelled.index("12.2×")
+    # the threats section says what a model can stand for
+    assert "Modelled hardware. 6 claims (6 of journal on raid-hdd)" in text
+    assert "whether the original’s effect follows from hardware of that kind on today’s kernel" in text
 
 
 def test_paper_section_without_measurements(skipped, tmp_path):
