@@ -23,8 +23,8 @@ FX = load_fixtures(STUDY)
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return FX.run_notebook(tmp_path_factory.mktemp("journal"), REPO)
+def run(journal_fixture_run):
+    return journal_fixture_run
 
 
 @pytest.fixture(scope="module")
