@@ -131,3 +131,10 @@ def test_conclusion_names_the_hardware_of_every_verdict(journal_fixture_run, tmp
     assert hardware == {"this machine": 12, "raid-hdd": 6}
     assert conclusion.count("on this machine's disk (loop images)") == 12
     assert conclusion.count("XFS on modelled raid-hdd") == 6
+
+
+def test_no_modelled_hardware_paragraph_without_modelled_claims(built):
+    """The threats section speaks of models only when some claim was measured on one."""
+    text = pdf_text(built[0])
+    assert "Modelled hardware. " not in text and "filter(" not in text
+    assert "C Modelled hardware" in text  # the appendix with the presets is always there
