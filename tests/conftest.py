@@ -26,6 +26,16 @@ def forest_fixture_run(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
+def journal_fixture_run(tmp_path_factory) -> dict[str, Path]:
+    """The journal notebook run once per session on its fixture
+    (tests/fixtures/make_journal.py: this machine's disk and the modelled
+    raid-hdd): {"results", "executed", "journal", "provenance"}, read only."""
+    from notebook_checks import load_fixtures
+
+    return load_fixtures("journal").run_notebook(tmp_path_factory.mktemp("journal-fixture"), ROOT)
+
+
+@pytest.fixture(scope="session")
 def worker() -> Path:
     if not WORKER.exists():
         subprocess.run(["make", "-C", str(ROOT / "native")], check=True, capture_output=True)

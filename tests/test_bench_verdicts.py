@@ -50,8 +50,8 @@ def test_changed_runs_show_each_changed_claim(two_runs, capsys):
     result = bv.compare(bv.claims(a), bv.claims(b))
     differ = {(r["claim"].split(",")[-1].strip(), r["a"], r["b"], r["conflict"]) for r in result["rows"] if not r["agree"]}
     assert differ == {
-        ("ext4", "contradicted", "same direction, smaller effect", True),
-        ("XFS", "same direction, smaller effect", "contradicted", True),
+        ("ext4 on this machine's disk (loop images)", "contradicted", "same direction, smaller effect", True),
+        ("XFS on this machine's disk (loop images)", "same direction, smaller effect", "contradicted", True),
     }
     assert result["agree"] == result["claims"] - 2 and result["conflicts"] == 2
     assert bv.main([str(a), str(b)]) == 1  # a conflict fails whatever the count

@@ -83,6 +83,20 @@ def test_verdicts_and_question(results, pages):
                 assert blog.fmt_number(v["ours"], digits=3) in text
 
 
+def test_journal_claims_name_their_hardware(journal_fixture_run, tmp_path):
+    """The journal page gives every claim twice, on this machine's disk and on
+    the modelled array, each row naming the hardware it was measured on."""
+    results = journal_fixture_run["results"]
+    assert cli_main(["blog", "--results", str(results), "--out", str(tmp_path)]) == 0
+    text = html.unescape((tmp_path / "journal.html").read_text())
+    summary = json.loads((results / "tables" / "journal-summary.json").read_text())
+    rows = re.findall(r"<tr><td>(.*?)</td>", text)
+    for v in summary["verdicts"]:
+        assert v["claim"] in rows
+    assert sum(r.endswith("on this machine's disk (loop images)") for r in rows) == 12
+    assert sum(r.endswith("XFS on modelled raid-hdd") for r in rows) == 6
+
+
 def test_measured_table_values(results, pages):
     """The measured table as a reader reads it: readable headers with units,
     three significant figures, each interval in one column, what is the same

@@ -184,6 +184,10 @@ def test_summary(run):
             assert (v["runs_to_settle"] is not None) == (verdict == "inconclusive" and v["ours"] != pytest.approx(1))
     assert by[("write_falls", "ext4")]["claim"].startswith("O_DIRECT write throughput falls as small files accumulate")
     assert by[("read_falls", "ext4")]["claim"].startswith("Buffered read throughput falls")
+    # every claim says which hardware it was measured on: the fixture's targets are loop images
+    for v in s["verdicts"]:
+        assert (v["hardware"], v["modelled"]) == ("this machine", False)
+        assert v["claim"].endswith(f"({v['target']}, on this machine's disk)")
     setup = s["setup"]
     assert setup["extra_files_per_stage"] == FX.N
     assert setup["memory_limit_mb"] == FX.MEMORY_MB and setup["file_bytes"] == FX.FILE_BYTES
@@ -199,13 +203,29 @@ def test_summary(run):
     assert s["last_run_at"] >= s["first_run_at"]
 
 
+def test_claims_on_a_modelled_disk_name_it(fixture_runs, tmp_path):
+    """A target on a device model (the tidy table's hardware column) gives claims
+    that name the model, in their text and their hardware field."""
+    data = tmp_path / "modelled.parquet"
+    fixture_runs.with_columns(pl.lit("hdd-7200").alias("hardware")).write_parquet(data)
+    out = FX.run_notebook(tmp_path, REPO, data=data)
+    s = summary_of(out["results"])
+    assert s["verdicts"]
+    for v in s["verdicts"]:
+        assert (v["hardware"], v["modelled"], v["hardware_label"]) == ("hdd-7200", True, "modelled hdd-7200")
+        assert v["claim"].endswith(f"({v['target']}, on modelled hdd-7200)")
+
+
 def test_paper_section(run, tmp_path):
     pdf = paper.build_paper(REPO, tmp_path / "paper.pdf", run["results"])
     text = pdf_text(pdf)
     s = summary_of(run["results"])
     assert "Degradation: a big file among many small ones" in text
     for v in s["verdicts"]:
-        assert v["claim"] in text
+        # the claim, then the hardware it names (a table cell may wrap between them)
+        claim, _ = v["claim"].rsplit(" (", 1)
+        assert claim in text
+        assert text.count("on this machine's disk)") >= len(s["verdicts"])
     assert "50,000 and 100,000 small files against the original's 1,000,000 and 2,000,000" in text
     assert "cgroup limited to 256 MiB" in text
     assert "xfs repetition 3 (error:" in text

@@ -23,8 +23,8 @@ FX = load_fixtures(STUDY)
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    return FX.run_notebook(tmp_path_factory.mktemp("journal"), REPO)
+def run(journal_fixture_run):
+    return journal_fixture_run
 
 
 @pytest.fixture(scope="module")
@@ -101,15 +101,17 @@ def test_ratio_points(run, fixture_runs):
         "noflush_vs_flush": ("{}-internal-noflush", "{}-internal"),
         "external_vs_noflush": ("{}-external", "{}-internal-noflush"),
     }
-    prefix = {"xfs": "xfs-log", "ext4": "ext4-journal"}
+    prefix = {"xfs": "xfs-log", "ext4": "ext4-journal", "xfs on raid-hdd": "xfs-raid-log"}
     got = {}
     for r in ours:
         key = (r["comparison"], r["filesystem"], r["phase"])
         assert key not in got, f"two points for {key}"
         got[key] = r
-    assert len(got) == 3 * 2 * 5
+    assert len(got) == 3 * 3 * 5  # XFS and ext4 on this machine's disk, XFS on the modelled array
     for (comp, fs, phase), r in got.items():
         num, den = (p.format(prefix[fs]) for p in pairs[comp])
+        if fs == "xfs on raid-hdd":  # its external log sits on the modelled SSD
+            num, den = (t.replace("-log-external", "-log-ssd") for t in (num, den))
         assert r["numerator"] == num and r["denominator"] == den
         # the Hodges-Lehmann ratio, with its interval (5 and 4 runs per side allow a 95 % one)
         assert r["ratio"] == pytest.approx(nc.hl_ratio(rates[(num, phase)], rates[(den, phase)]), rel=1e-12)
@@ -135,10 +137,14 @@ def test_table(run, fixture_runs):
         "target", "filesystem", "log", "flushes", "step", "phase", "reps", "files", "file_size",
         "ops_per_s", "ci_low", "ci_high", "ci_coverage", "baseline_target", "vs_baseline", "vs_low", "vs_high", "p50_us", "p99_us",
     ]
-    assert table.height == measured(fixture_runs).select("target", "phase").unique().height == 30
+    assert table.height == measured(fixture_runs).select("target", "phase").unique().height == 45
     base = table.filter(pl.col("target") == pl.col("baseline_target"))
-    assert base.height == 10 and (base["vs_baseline"] == 1.0).all()
-    assert set(base["target"].to_list()) == {"xfs-log-internal", "ext4-journal-internal"}
+    assert base.height == 15 and (base["vs_baseline"] == 1.0).all()
+    # the modelled array is its own group with its own baseline, never divided by this machine's
+    assert set(base["target"].to_list()) == {"xfs-log-internal", "ext4-journal-internal", "xfs-raid-log-internal"}
+    raid = table.filter(pl.col("target") == "xfs-raid-log-ssd")
+    assert set(raid["filesystem"].to_list()) == {"xfs on raid-hdd"}
+    assert set(raid["baseline_target"].to_list()) == {"xfs-raid-log-internal"}
     row = table.filter((pl.col("target") == "xfs-log-external") & (pl.col("phase") == "sequential_create")).row(0, named=True)
     assert row["ops_per_s"] == pytest.approx(60_000.0)
     assert row["vs_baseline"] == pytest.approx(60_000.0 / 40_000.0)
@@ -148,15 +154,33 @@ def test_table(run, fixture_runs):
 def test_summary(run, fixture_runs):
     s = summary_of(run["results"])
     assert s["study"] == STUDY and s["level"] == 0.95 and s["n_resamples"] >= 10_000
-    assert len(s["verdicts"]) == len(FX.EXPECTED) == 12
+    assert len(s["verdicts"]) == len(FX.EXPECTED) == 18
     assert s["verdict"] == s["verdicts"][0]
     for v in s["verdicts"]:
         assert set(v) >= {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict", "direction", "size",
                           "runs_to_settle"}
         assert v["ours_low"] <= v["ours"] <= v["ours_high"]
         assert (v["runs_to_settle"] is not None) == (v["verdict"] == "inconclusive"), v
-        want = next(w for (fs, start), w in FX.EXPECTED.items() if v["claim"].startswith(start) and v["filesystem"] == fs)
+        want = next(w for (fs, hw, start), w in FX.EXPECTED.items()
+                    if v["claim"].startswith(start) and v["filesystem"] == fs and v["hardware"] == hw)
         assert v["verdict"] == want, v["claim"]
+        # every claim names the hardware it was measured on, in its text too
+        modelled = v["hardware"] != "this machine"
+        assert v["modelled"] == modelled
+        assert v["claim"].endswith(f"on modelled {v['hardware']}" if modelled else "on this machine's disk (loop images)")
+        if modelled and v["kind"] != "noflush_vs_flush":  # the array's external log is the modelled SSD
+            assert v["log_hardware"] == "ssd-2008" and v["hardware_label"].endswith("log on modelled ssd-2008")
+    by_hw = {}
+    for v in s["verdicts"]:
+        by_hw.setdefault(v["hardware"], []).append(v)
+    assert {hw: len(vs) for hw, vs in by_hw.items()} == {"this machine": 12, "raid-hdd": 6}
+    assert [h["hardware"] for h in s["hardware"]] == ["this machine", "raid-hdd"]
+    assert s["hardware"][1] | {"filesystems": None} == {"hardware": "raid-hdd", "label": "modelled raid-hdd", "modelled": True,
+                                                         "filesystems": None, "claims": 6}
+    # the modelled ratios beside the original's 24.4x and 12.2x: 16x and 10x in the fixture
+    raid_boost = next(v for v in by_hw["raid-hdd"] if v["kind"] == "external_vs_internal" and v["phase"] == "sequential_create")
+    assert raid_boost["ours"] == pytest.approx(8_000.0 / 500.0) and raid_boost["original_ratio"] == pytest.approx(1290.22 / 52.87)
+    assert (raid_boost["numerator"], raid_boost["denominator"]) == ("xfs-raid-log-ssd", "xfs-raid-log-internal")
     boost = s["verdicts"][0]
     assert boost["original_ratio"] == pytest.approx(1290.22 / 52.87)
     assert (boost["original_numerator"], boost["original_denominator"]) == ("ssd_log_barrier", "internal_barrier")
@@ -182,6 +206,7 @@ def test_all_skipped(skipped):
     s = summary_of(results)
     assert s["counts"]["pairs_measured"] == 0 and s["counts"]["rows_skipped"] == s["counts"]["rows"] > 0
     assert {v["verdict"] for v in s["verdicts"]} == {"not tested"}
+    assert {v["hardware"] for v in s["verdicts"]} == {"this machine", "raid-hdd"}
     assert all(r["reason"].startswith("not root") for r in s["not_measured"])
     for name in ("phases", "ratios"):
         assert (results / "figures" / f"{STUDY}-{name}.svg").stat().st_size > 1000
@@ -204,6 +229,15 @@ def test_paper_section(run, tmp_path):
     assert "ext4-journal-external, run 3, random read and sequential delete" in text
     for t in FX.TARGETS:
         assert t in text
+    # the claims twice, each naming its hardware, and the modelled ratios beside the original's 24.4x and 12.2x
+    assert text.count("on this machine's disk (loop images)") >= 12
+    assert text.count("XFS on modelled raid-hdd") >= 6
+    assert "on modelled raid-hdd, log on modelled ssd-2008" in text
+    modelled = text[text.index("On the modelled hardware."):]
+    assert modelled.index("16.0× (95% CI") < modelled.index("24.4×") < modelled.index("10.0× (95% CI") < modelled.index("12.2×")
+    # the threats section says what a model can stand for
+    assert "Modelled hardware. 6 claims (6 of journal on raid-hdd)" in text
+    assert "whether the original’s effect follows from hardware of that kind on today’s kernel" in text
 
 
 def test_paper_section_without_measurements(skipped, tmp_path):
@@ -228,4 +262,6 @@ def test_real_data(data, tmp_path):
     assert s["counts"]["pairs_measured"] == groups
     ours = [r for r in figure_rows(out["results"], "phases") if r["source"] == "measured"]
     assert len(ours) == groups
-    assert len(s["verdicts"]) == 12
+    hardware = set(runs["hardware"].drop_nulls().to_list()) - {"this machine"} if "hardware" in runs.columns else set()
+    assert len(s["verdicts"]) == 12 + 6 * len(hardware)  # a model of the array holds XFS only
+    assert {v["hardware"] for v in s["verdicts"]} == {"this machine"} | hardware

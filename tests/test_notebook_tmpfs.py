@@ -153,6 +153,8 @@ def test_summary(run, fixture_runs):
         assert set(v) >= {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict", "direction", "size"}
         assert v["ours_low"] <= v["ours"] <= v["ours_high"]
         assert "\u201c" in v["claim"]  # quotes the original's words
+        # the fixture ran on this machine: tmpfs in its RAM, ext3 on a loop image
+        assert (v["hardware"], v["modelled"]) == ("this machine", False) and v["claim"].endswith(", on this machine")
     assert s["verdicts"][0]["original_ratio"] == pytest.approx(16163 / 325)
     assert s["verdicts"][0]["ours"] == pytest.approx(3.0)
     assert s["verdicts"][3]["original_ratio"] == pytest.approx(245 / 78)  # ext3 / tmpfs beyond RAM
@@ -232,7 +234,29 @@ def test_real_data(data, tmp_path):
     assert s["counts"]["groups_measured"] == groups
     ours = [r for r in figure_rows(out["results"], "rates") if r.get("source") == "measured" and "ops_per_s" in r]
     assert len(ours) == groups
-    assert len(s["verdicts"]) == 5
+    hardware = runs.filter(pl.col("filesystem") == "ext3")["hardware"] if "hardware" in runs.columns else []
+    models = set(hardware) - {"this machine", None}
+    assert len(s["verdicts"]) == 5 + 4 * len(models)  # the four claims about ext3 again on each model
+
+
+def test_ext3_on_a_modelled_disk_gives_its_claims_again(fixture_runs, tmp_path):
+    """ext3 on a device model (the tidy table's hardware column) is a group of its
+    own: the four claims about ext3 come again, naming the model, beside this
+    machine's five."""
+    modelled = fixture_runs.filter(pl.col("target") == "ext3").with_columns(
+        pl.lit("ext3-hdd").alias("target"), pl.lit("hdd-7200").alias("hardware"))
+    data = tmp_path / "modelled.parquet"
+    pl.concat([fixture_runs, modelled]).write_parquet(data)
+    s = summary_of(FX.run_notebook(tmp_path, REPO, data=data)["results"])
+    ours, model = s["verdicts"][:5], s["verdicts"][5:]
+    assert [v["verdict"] for v in ours] == FX.EXPECTED and {v["hardware"] for v in ours} == {"this machine"}
+    assert len(model) == 4
+    for v in model:
+        assert (v["hardware"], v["modelled"], v["hardware_label"]) == ("hdd-7200", True, "modelled hdd-7200")
+        assert v["claim"].endswith(", on modelled hdd-7200") and "ext3 on hdd-7200" in v["filesystem"]
+        # the same runs under another name: the same ratio as this machine's claim
+        twin = next(t for t in ours if t["claim"].rsplit(", on ", 1)[0] == v["claim"].rsplit(", on ", 1)[0])
+        assert v["ours"] == pytest.approx(twin["ours"]) and v["verdict"] == twin["verdict"]
 
 
 def test_worker_and_bonnie_paired_within_each_job(run, fixture_runs):

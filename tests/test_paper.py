@@ -116,3 +116,25 @@ def test_paper_without_measurements(tmp_path):
     assert proj["targets"] == [] and {p["reason"] for p in proj["not_projected"]} == {
         "0 scale sizes measured, a fit needs at least 2"}
     assert "Projected time" not in text and "The full forest, projected" not in text
+
+
+def test_conclusion_names_the_hardware_of_every_verdict(journal_fixture_run, tmp_path):
+    """The conclusion's verdict table gives the journal claims twice, on this
+    machine's disk and on the modelled array, each naming its hardware."""
+    results = journal_fixture_run["results"]
+    summary = json.loads((results / "tables" / "journal-summary.json").read_text())
+    text = pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", results))
+    conclusion = text[text.index("Conclusion We reran"):text.index("References")]
+    hardware = {}
+    for v in summary["verdicts"]:
+        hardware[v["hardware"]] = hardware.get(v["hardware"], 0) + 1
+    assert hardware == {"this machine": 12, "raid-hdd": 6}
+    assert conclusion.count("on this machine's disk (loop images)") == 12
+    assert conclusion.count("XFS on modelled raid-hdd") == 6
+
+
+def test_no_modelled_hardware_paragraph_without_modelled_claims(built):
+    """The threats section speaks of models only when some claim was measured on one."""
+    text = pdf_text(built[0])
+    assert "Modelled hardware. " not in text and "filter(" not in text
+    assert "C Modelled hardware" in text  # the appendix with the presets is always there

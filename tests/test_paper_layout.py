@@ -65,7 +65,8 @@ def test_no_word_past_the_margin(pdf):
 def test_sections_in_order(pdf):
     text = pdf_text(pdf)
     heads = ["Abstract", "1 Introduction", "2 Method", "3 Forest", "4 Threats to validity", "5 Conclusion",
-             "References", "A Provenance", "B The worker beside its peers", "C Benchmarking-crimes audit"]
+             "References", "A Provenance", "B The worker beside its peers", "C Modelled hardware",
+             "D Benchmarking-crimes audit"]
     at = [text.find(h) for h in heads]
     assert -1 not in at, dict(zip(heads, at))
     assert at == sorted(at), dict(zip(heads, at))
@@ -88,7 +89,7 @@ def test_references(pdf, results):
 def test_audit_appendix(pdf, results):
     audit = check_audit(results)
     text = pdf_text(pdf, plain_quotes=True)
-    appendix = text[text.index("C Benchmarking-crimes audit"):]
+    appendix = text[text.index("D Benchmarking-crimes audit"):]
     for crime in audit["crimes"]:
         assert crime["id"] in appendix
         assert " ".join(crime["how"].split())[:50] in appendix, crime["id"]
@@ -123,3 +124,16 @@ def test_options_break_only_at_spaces_and_commas(pdf):
     squeezed = re.sub(r"\s", "", pdf_text(pdf))
     for t in NOT_RUN:
         assert t["mount_options"] in squeezed
+
+
+def test_journal_on_modelled_hardware_stays_in_the_margins(journal_fixture_run, tmp_path):
+    """The journal section with its modelled targets (a data-device column, claims
+    naming their hardware) sets every word inside the margins, and its targets
+    table names each target's data device."""
+    pdf = paper.build_paper(REPO, tmp_path / "paper.pdf", journal_fixture_run["results"])
+    bad = outside(pdf)
+    assert bad == [], "\n".join(f"page {w.page}: {w.text!r}" for w in bad[:20])
+    text = pdf_text(pdf)
+    targets = text[text.index("Our journal targets"):text.index("3.4 Results")]
+    assert targets.count("modelled raid-hdd") == 3 and targets.count("this machine") == 6
+    assert "external, on modelled ssd-2008" in targets
