@@ -40,7 +40,9 @@ def test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_ru
     forest = config["studies"]["forest"]
     forest.update(methods=["worker-1t", "worker-2t", "python", "tar", "unzip"], scale_files=[1000])
     config["studies"] = {"forest": forest}
-    config["settle"] = {"looks": 2, "max_repetitions": 2}
+    # two looks: the run's one repetition, then 4 a point (4 runs per side reach 97.1 %, above the
+    # second look's level, 1 - 0.0499; the first look's 1 - 0.00009 needs 8)
+    config["settle"] = {"looks": 2, "max_repetitions": 4}
     (workdir / "config" / "settle.yaml").write_text(yaml.safe_dump(config))
     boatload(workdir, "reproduce", "--configfile", "config/settle.yaml")
     runs = workdir / "data" / "runs" / hostname()
@@ -55,7 +57,7 @@ def test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_ru
     after = reps(runs)
     grown = {key for key, numbers in after.items() if numbers != before[key]}
     assert grown == OPEN_POINTS, (grown, out.stderr[-2000:])
-    assert all(after[key] == [1, 2] for key in grown)  # rep numbers continue after the existing one
+    assert all(after[key] == [1, 2, 3, 4] for key in grown)  # rep numbers continue after the existing one
     assert all((runs / "forest" / t / p / "rep1.json").stat().st_mtime_ns == first[(t, p)] for t, p in before)
 
     summary = json.loads((workdir / "results" / "tables" / "forest-summary.json").read_text())
@@ -63,8 +65,13 @@ def test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_ru
     assert {v["claim"] for v in carried} == {v["claim"] for v in opened
                                              if {v.get("numerator"), v.get("denominator")} <= {p for _, p in OPEN_POINTS}}
     for v in carried:
-        assert v["settle"]["look"] == 2 and v["settle"]["runs_per_side"] == [2, 2] and v["settle"]["runs_added"] == 2
-        # 2 runs per side allow no interval at the last look's level: undecided, and said so
-        assert v["verdict"] == "too few runs" and v["settle"]["decided"] is False
-    assert summary["settle"]["runs_added"] == len(OPEN_POINTS)
-    assert "2 looks at 1, 2 runs per side" in summary["settle"]["design"]
+        assert v["settle"]["look"] == 2 and v["settle"]["runs_per_side"] == [4, 4] == v["runs_per_side"]
+        assert v["settle"]["runs_added"] == 6  # 3 more on each side
+        assert v["level"] == pytest.approx(v["settle"]["level"]) and 0.95 < v["level"] < 0.951
+        assert v["settle"]["decided"] == (v["verdict"] not in ("inconclusive", "too few runs"))
+    # a native program against a Python script that starts an interpreter: decided at 4 runs a side
+    native = next(v for v in carried if v["numerator"] == "worker-1t")
+    assert native["settle"]["decided"] and native["direction"] is not None, native
+    assert summary["settle"]["runs_added"] == 3 * len(OPEN_POINTS)
+    assert summary["settle"]["decided"] == sum(v["settle"]["decided"] for v in carried)
+    assert "2 looks at 1, 4 runs per side" in summary["settle"]["design"]
