@@ -67,7 +67,7 @@ def runs(config: dict, errors: list[str] | None = None, added: dict[tuple[str, s
             jobs = study(name).jobs(config)
             if more:
                 jobs += [job for job in study(name).jobs(_with_repetitions(config, name, max(more.values())))
-                         if job["rep"] > _repetitions(config, name)
+                         if job["rep"] > repetitions_of(config, name)
                          and job["rep"] <= more.get((job["target"]["name"], job["point"]), 0)]
         except ConfigError as exc:
             if errors is None:
@@ -80,7 +80,7 @@ def runs(config: dict, errors: list[str] | None = None, added: dict[tuple[str, s
     return out
 
 
-def _repetitions(config: dict, name: str) -> int:
+def repetitions_of(config: dict, name: str) -> int:
     return int((config["studies"][name] or {}).get("repetitions", config["repetitions"]))
 
 

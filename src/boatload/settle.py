@@ -50,7 +50,7 @@ def _designs(config: dict, names: list[str]) -> dict[str, Design]:
     alpha = round(1.0 - Rule(**(config.get("verdicts") or {})).level, 12)
     out = {}
     for name in names:
-        first = plan._repetitions(config, name)
+        first = plan.repetitions_of(config, name)
         try:
             out[name] = Design.planned(alpha, first, int(s.get("max_repetitions", max(4 * first, first + looks - 1))),
                                        looks)
