@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from boatload.system import hostname
+from notebook_checks import pdf_text
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices and mounts)")
 BOATLOAD = str(Path(sys.executable).parent / "boatload")
@@ -75,3 +76,7 @@ def test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_ru
     assert summary["settle"]["runs_added"] == 3 * len(OPEN_POINTS)
     assert summary["settle"]["decided"] == sum(v["settle"]["decided"] for v in carried)
     assert "2 looks at 1, 4 runs per side" in summary["settle"]["design"]
+    # the paper's method section states the design and what it decided, from the summary
+    text = pdf_text(workdir / "results" / "paper" / "paper.pdf")
+    assert "measured again (make settle)" in text and "2 looks at 1, 4 runs per side" in text, text[-3000:]
+    assert f"Of the {len(carried)} claims it carried, {summary['settle']['decided']} were decided" in text
