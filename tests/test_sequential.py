@@ -61,13 +61,14 @@ def _limit(alpha: float) -> float:
     return alpha + 2.5 * math.sqrt(alpha * (1 - alpha) / SEQUENCES)
 
 
-@pytest.mark.parametrize("first, last", [(4, 16), (3, 12)])
-def test_no_effect_is_claimed_more_often_than_alpha_over_all_looks(first, last):
-    design = Design.planned(0.05, first, last, looks=4)
+# the quick config's default design (4 to 8 repetitions in 3 looks), and longer ones
+@pytest.mark.parametrize("first, last, looks", [(4, 8, 3), (4, 16, 4), (3, 12, 4)])
+def test_no_effect_is_claimed_more_often_than_alpha_over_all_looks(first, last, looks):
+    design = Design.planned(0.05, first, last, looks=looks)
     rate = _false_claims(design.levels(), design.schedule, np.random.default_rng(first), judge=_excludes_one)
     assert rate <= _limit(0.05), (design.text(), rate)
     # the same looks each at 95 %: the inflation the spending prevents
-    naive = _false_claims([0.95] * 4, design.schedule, np.random.default_rng(first), judge=_excludes_one)
+    naive = _false_claims([0.95] * looks, design.schedule, np.random.default_rng(first), judge=_excludes_one)
     assert naive > _limit(0.05), naive
 
 

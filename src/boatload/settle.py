@@ -28,7 +28,7 @@ from boatload.system import hostname
 from boatload.verdict import INCONCLUSIVE, NOT_TESTED, TOO_FEW, Rule
 
 OPEN = (INCONCLUSIVE, TOO_FEW)
-DEFAULT_LOOKS = 4
+DEFAULT_LOOKS = 3
 
 
 def _say(line: str) -> None:
@@ -52,7 +52,7 @@ def _designs(config: dict, names: list[str]) -> dict[str, Design]:
     for name in names:
         first = plan.repetitions_of(config, name)
         try:
-            out[name] = Design.planned(alpha, first, int(s.get("max_repetitions", max(4 * first, first + looks - 1))),
+            out[name] = Design.planned(alpha, first, int(s.get("max_repetitions", max(2 * first, first + looks - 1))),
                                        looks)
         except ValueError as exc:
             raise SystemExit(f"boatload settle: {exc}") from None
