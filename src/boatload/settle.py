@@ -79,12 +79,22 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
     any_design = next(iter(designs.values()))
     return {
         "scale": config["scale"], "seed": config["seed"],
-        "design": {"alpha": any_design.alpha, "looks": any_design.looks, "text": "; ".join(
-            f"{n}: {d.text()}" for n, d in designs.items() if any(c["study"] == n for c in claims.values()))},
+        "design": {"alpha": any_design.alpha, "looks": any_design.looks, "text": _design_text(designs, claims)},
         "schedules": {n: list(d.schedule) for n, d in designs.items()},
         "first_reps": {n: d.schedule[0] for n, d in designs.items()},
         "points": {}, "claims": claims, "looks_made": 0, "stopped": None,
     }
+
+
+def _design_text(designs: dict[str, Design], claims: dict) -> str:
+    """Each design once, with the studies that follow it (one line when they all share one)."""
+    by_text: dict[str, list[str]] = {}
+    for name, design in designs.items():
+        if any(c["study"] == name for c in claims.values()):
+            by_text.setdefault(design.text(), []).append(name)
+    if len(by_text) == 1:
+        return next(iter(by_text))
+    return "; ".join(f"{', '.join(names)}: {text}" for text, names in by_text.items())
 
 
 def _possible(claim: dict, reps: int, level: float) -> bool:
