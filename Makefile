@@ -16,11 +16,17 @@ UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 # What scripts/bootstrap.sh installs: the studies' tools, plus the tests' for `make test`.
 BOOTSTRAP_FOR := reproduce
 
-.PHONY: reproduce test test-native test-python figure lab env worker clean-mounts clean dry-run bootstrap
+.PHONY: settle reproduce test test-native test-python figure lab env worker clean-mounts clean dry-run bootstrap
 
 ## reproduce: run every study and build results/paper/paper.pdf (root: real mounts; else plain directories)
 reproduce: env worker
 	boatload reproduce --configfile $(CONFIG) $(if $(PROFILE),--profile $(PROFILE)) $(if $(STUDIES),--studies "$(STUDIES)")
+
+## settle: after reproduce, more runs of the points behind undecided claims until each is decided
+## or MINUTES are spent (a sequential design: config `settle`; the paper states it)
+MINUTES ?= 10
+settle: env worker
+	boatload reproduce --configfile $(CONFIG) --settle $(MINUTES) $(if $(STUDIES),--studies "$(STUDIES)")
 
 ## dry-run: the preflight and the plan of reproduce (studies, runs, time, disk) and its jobs; runs nothing
 dry-run: env

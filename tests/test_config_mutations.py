@@ -27,7 +27,7 @@ CONFIGS = {name: yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text()) 
 # A refusal names where: a config field, a tool, or (for the machine) what is missing.
 FIELD = re.compile(
     r"^(config: )?("
-    r"(targets|studies|interference|verdicts)(\.[A-Za-z0-9_-]+|\[\d+\])*"
+    r"(targets|studies|interference|verdicts|settle)(\.[A-Za-z0-9_-]+|\[\d+\])*"
     r"|scale|repetitions|seed|host|\(top level\)|tool \S+ \(Debian package"
     r")[:. ]")
 PASSED: list[dict] = []

@@ -167,6 +167,12 @@ def _cmd_reproduce(args: argparse.Namespace) -> int:
 
     extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
     studies = [name for part in args.studies or [] for name in part.replace(",", " ").split()]
+    if args.settle is not None:
+        from boatload.settle import main as settle
+
+        if args.dry_run or extra:
+            raise SystemExit("boatload reproduce: --settle takes neither --dry-run nor snakemake arguments")
+        return settle(args.configfile, args.settle, profile=args.profile, studies=studies)
     return reproduce(args.configfile, extra, dry_run=args.dry_run, profile=args.profile, studies=studies)
 
 
@@ -218,6 +224,9 @@ def parser() -> argparse.ArgumentParser:
     repro.add_argument("--profile", help="a profile of profiles/ (slurm: the fleet; default: profiles/default, this host)")
     repro.add_argument("--studies", action="append",
                        help="only these of the config's studies (names, space- or comma-separated; repeatable)")
+    repro.add_argument("--settle", type=float, metavar="MINUTES",
+                       help="after a run: more repetitions of the points behind undecided claims, by the sequential "
+                            "design (config: settle), until each is decided or MINUTES are spent (make settle)")
     repro.add_argument("snakemake_args", nargs=argparse.REMAINDER, help="after --: passed on to snakemake")
     repro.set_defaults(func=_cmd_reproduce)
 

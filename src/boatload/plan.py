@@ -48,17 +48,27 @@ def studies(config: dict) -> list[str]:
     return [name for name in names() if name in config["studies"] and name in chosen]
 
 
-def runs(config: dict, errors: list[str] | None = None) -> list[Run]:
+def runs(config: dict, errors: list[str] | None = None, added: dict[tuple[str, str, str], int] | None = None) -> list[Run]:
     """Every run of the config, shuffled with its seed: no target or study is
     always measured first (warm caches, a filling disk, a heating CPU).
+
+    `added` (boatload.settle_record.added_reps): (study, target, point) -> the
+    repetitions that point has in all once `boatload reproduce --settle` added
+    some; their rep numbers continue after the config's, and the study's own
+    jobs make them (a job may depend on its rep).
 
     A study whose settings cannot make jobs raises ConfigError, or, given a
     list `errors`, adds its one-line reason there and contributes no runs (so
     the preflight can list every problem at once)."""
     out = []
     for name in studies(config):
+        more = {key[1:]: reps for key, reps in (added or {}).items() if key[0] == name}
         try:
             jobs = study(name).jobs(config)
+            if more:
+                jobs += [job for job in study(name).jobs(_with_repetitions(config, name, max(more.values())))
+                         if job["rep"] > repetitions_of(config, name)
+                         and job["rep"] <= more.get((job["target"]["name"], job["point"]), 0)]
         except ConfigError as exc:
             if errors is None:
                 raise
@@ -68,6 +78,16 @@ def runs(config: dict, errors: list[str] | None = None) -> list[Run]:
     out.sort(key=lambda r: r.key)
     random.Random(config["seed"]).shuffle(out)
     return out
+
+
+def repetitions_of(config: dict, name: str) -> int:
+    return int((config["studies"][name] or {}).get("repetitions", config["repetitions"]))
+
+
+def _with_repetitions(config: dict, name: str, reps: int) -> dict:
+    studies_ = dict(config["studies"])
+    studies_[name] = {**(studies_[name] or {}), "repetitions": reps}
+    return {**config, "studies": studies_}
 
 
 def pending(all_runs: list[Run], runs_dir: str) -> list[Run]:

@@ -23,7 +23,7 @@ import threading
 import time
 from pathlib import Path
 
-from boatload import plan, procfs
+from boatload import plan, procfs, settle_record
 from boatload.config import ConfigError, load, validate
 from boatload.preflight import estimates
 from boatload.system import hostname
@@ -135,7 +135,7 @@ class Progress:
     def __init__(self, config: dict, root: Path, hosts: list[str] | None = None) -> None:
         # the fleet: every node measures every run, each node's runs count
         self.hosts = hosts or [config.get("host") or hostname()]
-        everything = plan.runs(config)
+        everything = plan.runs(config, added=settle_record.added_reps(root / "data" / "runs" / self.hosts[0], config))
         self.pending_of = {h: plan.pending(everything, str(root / "data" / "runs" / h)) for h in self.hosts}
         self.pending = [r for h in self.hosts for r in self.pending_of[h]]
         self.estimate = estimates(self.pending_of[self.hosts[0]], root / "data" / "runs" / self.hosts[0])
@@ -284,7 +284,7 @@ def main(configfile: str, extra: list[str], dry_run: bool = False, profile: str 
             # the workflow reads it from --config; the progress line from here
             config["only_studies"] = ",".join(studies)
             validate(config)
-            extra = ["--config", f"only_studies={config['only_studies']}", *extra]
+            extra = [*extra, "--config", f"only_studies={config['only_studies']}"]  # after any target or list
     except ConfigError as exc:
         raise SystemExit(f"boatload: {exc}") from None
     profile_args, fleet = _profile(root, profile)
@@ -300,7 +300,8 @@ def main(configfile: str, extra: list[str], dry_run: bool = False, profile: str 
         nodes = prepared.nodes
         profile_args += prepared.args
         _say(f"the fleet: {', '.join(nodes)} through SLURM; data in data/runs/<node>/")
-    argv = ["snakemake", "--configfile", configfile, *profile_args, *extra]
+    # one value (=): a target or list after it in `extra` is not taken for another config file
+    argv = ["snakemake", f"--configfile={configfile}", *profile_args, *extra]
     if dry_run:
         return subprocess.call([*argv, "--dry-run", "--quiet", "rules"])
     lock = take_run_lock(root)

@@ -86,6 +86,9 @@ class Study:
     defaults: dict = field(default_factory=dict)
     #: the original as the paper describes it (citation, hardware, rate, scale gap)
     original: Original | None = None
+    #: (a summary's claim, the study's jobs) -> the (target, point) pairs whose runs
+    #: the claim's two sides rest on (the points `reproduce --settle` measures again)
+    claim_points: Callable[[dict, list], set] = field(default=lambda claim, jobs: named_points(claim, jobs))
 
     @property
     def table_schema(self) -> dict:
@@ -98,6 +101,16 @@ class Study:
         figures = ", ".join(f"``{self.name}-{f}``" for f in self.figures)
         return (f"**{self.title}**: {self.question} Figures: {figures or 'none'}; "
                 f"``{self.name}.csv`` holds the measured values.")
+
+
+def named_points(claim: dict, jobs: list[dict]) -> set[tuple[str, str]]:
+    """The (target, point) pairs a claim names: targets among its `target`
+    (sides joined by " / "), `numerator` and `denominator`; of those targets'
+    points, the ones it names too, else all of them (a study with one point a target)."""
+    names = {part.strip() for key in ("target", "numerator", "denominator")
+             if isinstance(claim.get(key), str) for part in claim[key].split(" / ")}
+    behind = {(job["target"]["name"], job["point"]) for job in jobs if job["target"]["name"] in names}
+    return {(t, p) for t, p in behind if p in names} or behind
 
 
 # Every tidy table starts with these columns and ends with those.

@@ -8,7 +8,7 @@ import re
 import sys
 from glob import glob
 
-from boatload import cluster, plan
+from boatload import cluster, plan, settle_record
 from boatload.errors import ConfigError
 from boatload.interference import DEFAULTS as INTERFERENCE_DEFAULTS
 from boatload.studies import registry
@@ -71,7 +71,8 @@ PINNED = {"worker": WORKER, "lock": "uv.lock"}
 # A study whose settings cannot make runs is named in PLAN_ERRORS, which the
 # preflight lists with every other problem.
 PLAN_ERRORS = []
-RUN_LIST = plan.runs(config, PLAN_ERRORS)
+# The repetitions `boatload reproduce --settle` added belong to the plan from then on.
+RUN_LIST = plan.runs(config, PLAN_ERRORS, added=settle_record.added_reps(RUNS, config))
 JOBS = {run.key: {**run.job, "interference": INTERFERENCE} for run in RUN_LIST}
 
 

@@ -383,6 +383,12 @@ CACHE = {
 }
 
 
+def claim_points(claim: dict, jobs: list[dict]) -> set[tuple[str, str]]:
+    """A claim compares k files with one, in one mode, on its target."""
+    wanted = {(claim.get("target"), point_id(k, claim.get("mode", ""))) for k in (1, claim.get("files") or 1)}
+    return {(j["target"]["name"], j["point"]) for j in jobs} & wanted
+
+
 STUDY = Study(
     name="filecount",
     order=40,
@@ -414,6 +420,7 @@ STUDY = Study(
     jobs=jobs,
     run=run,
     summary=summary,
+    claim_points=claim_points,
     columns=COLUMNS,
     rows=rows,
     sort=("target", "mode", "files", "rep", "tool"),

@@ -498,6 +498,13 @@ CACHE = {
 }
 
 
+def claim_points(claim: dict, jobs: list[dict]) -> set[tuple[str, str]]:
+    """A claim's sides are a file system and a working set each."""
+    sides = [s for s in (claim.get("numerator"), claim.get("denominator")) if isinstance(s, dict)]
+    return {(j["target"]["name"], j["point"]) for j in jobs for s in sides
+            if j["target"].get("fs") == s.get("filesystem") and j["point"] == point(s.get("working_set", 0))}
+
+
 STUDY = Study(
     name="tmpfs",
     order=50,
@@ -525,6 +532,7 @@ STUDY = Study(
     jobs=jobs,
     run=run,
     summary=summary,
+    claim_points=claim_points,
     columns=COLUMNS,
     rows=rows,
     sort=("target", "working_set", "tool", "rep", "step"),

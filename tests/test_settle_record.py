@@ -1,0 +1,55 @@
+"""A claim settle decided at a look stays decided: later looks do not reopen
+it, and a notebook's summary takes the frozen verdict from the record."""
+
+import json
+
+from boatload import settle_record
+from boatload.settle import _judge
+
+
+def _claim(verdict, runs):
+    return {"claim": "A beats B", "verdict": verdict, "runs_per_side": [runs, runs], "level": 0.99}
+
+
+def _record():
+    return {"scale": "ci", "design": {"alpha": 0.05, "looks": 3, "text": "at most 3 looks"}, "looks_made": 1,
+            "stopped": None, "first_reps": {"forest": 1}, "points": {"forest/ext4/a": 5, "forest/ext4/b": 5},
+            "claims": {"forest: A beats B": {"study": "forest", "points": ["forest/ext4/a", "forest/ext4/b"],
+                                              "test": "effect", "decided": False, "look": None, "level": None,
+                                              "runs_per_side": [1, 1], "runs_added": 8,
+                                              "entry": _claim("too few runs", 1)}}}
+
+
+def test_a_decided_claim_is_frozen_at_its_look():
+    record = _record()
+    assert _judge(record, "forest", 2, 0.99, {"verdicts": [_claim("reproduced", 5)]}) == 1
+    # a later look that would say otherwise changes nothing
+    assert _judge(record, "forest", 3, 0.97, {"verdicts": [_claim("inconclusive", 9)]}) == 0
+    frozen = record["claims"]["forest: A beats B"]
+    assert (frozen["look"], frozen["level"], frozen["entry"]["verdict"]) == (2, 0.99, "reproduced")
+
+
+def test_an_open_claim_keeps_its_last_look():
+    record = _record()
+    _judge(record, "forest", 2, 0.99, {"verdicts": [_claim("inconclusive", 5)]})
+    claim = record["claims"]["forest: A beats B"]
+    assert not claim["decided"] and claim["look"] == 2 and claim["entry"]["runs_per_side"] == [5, 5]
+
+
+def test_the_summary_takes_the_frozen_verdict_and_the_runs_added(tmp_path, monkeypatch):
+    monkeypatch.delenv(settle_record.LOOK_ENV, raising=False)
+    record = _record()
+    _judge(record, "forest", 2, 0.99, {"verdicts": [_claim("reproduced", 5)]})
+    settle_record.save(tmp_path, record)
+    other = {"claim": "C beats D", "verdict": "contradicted"}
+    summary = {"verdicts": [_claim("inconclusive", 9), other], "verdict": _claim("inconclusive", 9)}
+    out = settle_record.applied(summary, "forest", tmp_path / "forest.parquet")
+    assert out["verdicts"][0]["verdict"] == "reproduced" and out["verdict"]["verdict"] == "reproduced"
+    assert out["verdicts"][0]["settle"] == {"look": 2, "decided": True, "runs_per_side": [5, 5], "level": 0.99,
+                                            "runs_added": 8}
+    assert out["verdicts"][1] == other  # a claim settle did not carry is as the notebook made it
+    assert out["settle"]["runs_added"] == 8 and out["settle"]["decided"] == 1
+    json.dumps(out, allow_nan=False)
+    # while settle runs a look, the notebook reports that look's own verdicts
+    monkeypatch.setenv(settle_record.LOOK_ENV, "1")
+    assert settle_record.applied(summary, "forest", tmp_path / "forest.parquet") is summary
