@@ -221,7 +221,7 @@ class Monitor:
             "pressure": {k: round((after.pressure[k] - before.pressure[k]) / 1e6 / seconds, 4)
                          for k in after.pressure if k in before.pressure and seconds > 0},
             "disk": self._disk(before, after),
-            "others_io_mb": _others_io(before, after, start, end),
+            "others_io_mb": _others_io(before, after, end),
             "memory_at_start": memory,
             "cache": _cache_state(first=not self.records, dropped=dropped),
             # the measured threads (not this monitor) runnable without a CPU, summed over threads
@@ -309,7 +309,7 @@ def _window(start: Snapshot, end: Snapshot, me: int, orchestrator: int | None) -
     competing = sum((end.ticks(b[c]) - start.ticks(a[c])) * TICK_S for c in ("orchestrator", "other_processes"))
     return {"seconds": round(seconds, 3),
             "competing_cores": round(max(competing, 0.0) / seconds, 4) if seconds > 0 else 0.0,
-            "others_io_mb": _others_io(start, end, a, b),
+            "others_io_mb": _others_io(start, end, b),
             "busy_sessions": sorted(_by_session(start, end, a, b)),
             "top_others": _top(start, end, a, b)}
 
@@ -341,15 +341,26 @@ def _top(before: Snapshot, after: Snapshot, start, end, n: int = 3) -> list[dict
     return [r for r in rows if r["kind"] != "kernel_threads"][:n] + [r for r in rows if r["kind"] == "kernel_threads"][:2]
 
 
-def _others_io(before: Snapshot, after: Snapshot, start, end) -> dict:
-    """Storage I/O that other user processes caused (/proc/PID/io), in MB."""
-    def total(snap: Snapshot, pids) -> tuple[int, int]:
-        ios = [snap.procs[p].io for p in pids if snap.procs[p].io]
-        return sum(r for r, _ in ios), sum(w for _, w in ios)
-
-    r0, w0 = total(before, start["other_processes"])
-    r1, w1 = total(after, end["other_processes"])
-    return {"read": round(max(r1 - r0, 0) / MB, 3), "write": round(max(w1 - w0, 0) / MB, 3)}
+def _others_io(before: Snapshot, after: Snapshot, end: dict) -> dict:
+    """Storage I/O that other user processes caused (/proc/PID/io) between the
+    snapshots, in MB: each process's own growth, so a process that joins the
+    class during the phase (one that was measured or unreadable at the start)
+    brings only its I/O since then, not its lifetime's; one born during the
+    phase brings all of its own."""
+    read = write = 0
+    for pid in end["other_processes"]:
+        now, was = after.procs[pid], before.procs.get(pid)
+        if not now.io:
+            continue
+        if was is None or was.started != now.started:
+            base = (0, 0)  # born during the phase
+        elif was.io:
+            base = was.io
+        else:
+            continue  # its counters at the start are unknown
+        read += max(now.io[0] - base[0], 0)
+        write += max(now.io[1] - base[1], 0)
+    return {"read": round(read / MB, 3), "write": round(write / MB, 3)}
 
 
 # ---------------------------------------------------------------------------
