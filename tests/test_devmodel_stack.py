@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from targetlib import IS_ROOT, leftovers, wait_clean
+from targetlib import IS_ROOT, leftovers, scratch, wait_clean  # noqa: F401 - scratch is a fixture
 
 from boatload.cleanup import cleanup
 from boatload.devmodel import fiocheck, presets
@@ -29,15 +29,6 @@ pytestmark = pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse"), 
 
 MiB = 1 << 20
 TOLERANCE = 0.15
-
-
-@pytest.fixture
-def scratch(tmp_path):
-    s = (tmp_path / "scratch").resolve()
-    yield s
-    if leftovers(s):
-        cleanup(s, force=True)
-    assert leftovers(s) == {}
 
 
 def image(tmp_path: Path, size_mb: int) -> Path:

@@ -10,22 +10,12 @@ import signal
 from pathlib import Path
 
 import pytest
-from targetlib import IS_ROOT, leftovers, wait_clean
+from targetlib import IS_ROOT, leftovers, scratch, wait_clean  # noqa: F401 - scratch is a fixture
 
-from boatload.cleanup import cleanup
 from boatload.targets import provision
 from boatload.targetspec import TargetError, parse_target
 
 pytestmark = pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse"), reason="needs root and /dev/fuse")
-
-
-@pytest.fixture
-def scratch(tmp_path):
-    s = (tmp_path / "scratch").resolve()
-    yield s
-    if leftovers(s):
-        cleanup(s, force=True)
-    assert leftovers(s) == {}
 
 
 def model_flushes(prov: dict, key: str = "model") -> int:
