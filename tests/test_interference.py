@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from boatload import interference, procfs
+from boatload import disturbance, interference, procfs
 from boatload.tidy import run_columns
 
 # One measurement job in a process of its own (so that a hog started by the
@@ -310,3 +310,15 @@ def test_the_progress_line_counts_the_runs_kept_under_a_constant_load(tmp_path):
         raw.write_text(json.dumps({"interference": {"disturbance": kind}}))
     line = progress.line()
     assert line.startswith("progress: 3/") and line.endswith("; 2 kept disturbed by a constant load (not measured again)")
+
+
+def test_others_cpu_counts_only_while_the_measured_threads_wanted_the_cores():
+    """fio's 11 threads of an e2e run (ci filecount, O_DIRECT), runnable 60 % of
+    the two cores' time, and a shell's 0.04 s: at most 60 % of it can have
+    displaced them, under the 5 % limit; a 2-thread phase runnable the whole
+    time beside a core hog waits on the hog's account."""
+    fio = {"seconds": 0.789, "cores": 2, "ran_s": 0.345, "run_delay_s": 0.602, "competing_cpu_s": 0.04}
+    assert disturbance.waited_for_others(fio) == pytest.approx(0.04 * (0.947 / 1.578), rel=1e-3)
+    assert disturbance.waited_for_others(fio) < 0.05 * fio["seconds"]
+    busy = {"seconds": 1.0, "cores": 2, "ran_s": 1.0, "run_delay_s": 0.9, "competing_cpu_s": 1.0}
+    assert disturbance.waited_for_others(busy) == pytest.approx(0.9)  # all of its delay: the hog's 1 s x 95 % covers it

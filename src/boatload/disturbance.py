@@ -43,10 +43,16 @@ def waited_for_others(rec: dict) -> float:
 
     Threads that wanted more CPU than the cores they may use (ran + waited
     beyond cores x seconds) wait for each other whatever else runs: that
-    much of the delay is their own. Of the rest, no more than the CPU other
-    processes used in the phase can be theirs."""
-    own = max(0.0, rec["ran_s"] + rec["run_delay_s"] - rec["cores"] * rec["seconds"])
-    return max(0.0, min(rec["run_delay_s"] - own, rec["competing_cpu_s"]))
+    much of the delay is their own. Of the rest, other processes can account
+    for the CPU they used while the measured threads wanted the cores: their
+    CPU times the share of the cores' time the threads were runnable (ran
+    or waited). Counting all of others' CPU instead called fio's 11 threads,
+    runnable 60 % of the cores' time, disturbed by a shell's 0.04 s."""
+    capacity = rec["cores"] * rec["seconds"]
+    wanted = rec["ran_s"] + rec["run_delay_s"]
+    own = max(0.0, wanted - capacity)
+    overlap = min(1.0, wanted / capacity) if capacity > 0 else 1.0
+    return max(0.0, min(rec["run_delay_s"] - own, rec["competing_cpu_s"] * overlap))
 
 
 def judge(rec: dict, opts: dict, disk_bound: bool) -> list[str]:
