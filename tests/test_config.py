@@ -42,6 +42,12 @@ def test_shipped_configs_are_valid(name):
         (lambda c: c.update(verdicts={"band_factor": 1}), "verdicts.band_factor: 1 is less than or equal to the minimum of 1"),
         (lambda c: c.update(verdicts={"equivalence_margin": "10 %"}), "verdicts.equivalence_margin"),
         (lambda c: c.update(verdicts={"band": 2}), "verdicts.band: unknown field"),
+        (lambda c: c["studies"]["tmpfs"]["per_target"].update(xfs={"dirs": 10}),
+         "studies.tmpfs.per_target.xfs: not one of the study's targets"),
+        (lambda c: c["studies"]["tmpfs"]["per_target"]["ext3-hdd"].update(memory_limit_mb=8),
+         "studies.tmpfs.per_target.ext3-hdd.memory_limit_mb: 8 is less than the minimum of 64"),
+        (lambda c: c["studies"]["tmpfs"]["per_target"]["ext3-hdd"].update(targets=["ext3"]),
+         "studies.tmpfs.per_target.ext3-hdd.targets: unknown field"),
     ],
 )
 def test_bad_field_is_named(mutate, field):
@@ -64,3 +70,20 @@ def test_snakemake_stops_on_a_bad_config_naming_the_field(tmp_path):
     )
     assert proc.returncode != 0
     assert "targets.tmpfs.size_mb" in proc.stdout + proc.stderr
+
+
+def test_per_target_settings_reach_that_targets_jobs_only():
+    """The quick config's modelled disk runs the tmpfs study at its own memory
+    limit, without bonnie++; tmpfs and ext3 keep the study's settings."""
+    from boatload.studies import study
+
+    data = config.load(ROOT / "config" / "config.yaml")
+    jobs = study("tmpfs").jobs(data)
+    by_target = {}
+    for job in jobs:
+        by_target.setdefault(job["target"]["name"], set()).add(
+            (job["memory_limit_mb"], job["swap_mb"], job["dirs"], tuple(sorted(job["tools"]))))
+    assert by_target["ext3-hdd"] == {(64, 256, 10, ("worker",))}
+    assert by_target["ext3"] == by_target["tmpfs"] == {(512, 2048, 1000, ("bonnie", "worker"))}
+    journal = {j["target"]["name"]: j["files"] for j in study("journal").jobs(data)}
+    assert journal["xfs-raid-log-ssd"] == 10000 and journal["xfs-log-external"] == 50000

@@ -37,7 +37,8 @@ def test_jobs_one_per_target_and_repetition(name):
     for j in jobs:
         # the target spec is passed through untouched (write_cache, log: provision's business)
         assert {k: v for k, v in j["target"].items() if k != "name"} == cfg["targets"][j["target"]["name"]]
-        assert j["files"] == study["files"] and j["point"] == "meta"
+        own = {**study, **study.get("per_target", {}).get(j["target"]["name"], {})}  # a target's own settings
+        assert j["files"] == own["files"] and j["point"] == "meta"
     labels = {(journal.log_placement(j["target"]), journal.flushes(j["target"])) for j in jobs}
     assert labels == {("internal", "honoured"), ("internal", "dropped"), ("external", "honoured")}
 

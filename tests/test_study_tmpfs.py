@@ -53,12 +53,14 @@ def test_jobs_target_by_working_set_by_repetition_with_every_tool(name):
     with_bonnie = "bonnie" in study.get("peers", [])
     assert len(jobs) == len(study["targets"]) * len(study["working_set"]) * reps
     assert len({(j["target"]["name"], j["point"], j["rep"]) for j in jobs}) == len(jobs)
-    limit = study["memory_limit_mb"]
     for j in jobs:
+        # a target's own settings (per_target) over the study's
+        own = {**study, **study.get("per_target", {}).get(j["target"]["name"], {})}
+        limit = own["memory_limit_mb"]
         assert re.fullmatch(r"[A-Za-z0-9._-]+", j["point"]) and j["point"] == f"ws{j['working_set']:g}"
-        n = round(j["working_set"] * limit * 2**20 / (study["size_max"] / 2))
-        assert j["files"] == n
-        if with_bonnie:
+        n = round(j["working_set"] * limit * 2**20 / (own["size_max"] / 2))
+        assert j["files"] == n and j["memory_limit_mb"] == limit and j["swap_mb"] == own["swap_mb"]
+        if with_bonnie and "bonnie" in own["peers"]:
             assert j["bonnie_files"] == max(1, round(n / 1024)) * 1024 == j["bonnie_files_k"] * 1024
             # the worker first in odd repetitions, bonnie++ in even ones
             assert j["tools"] == (["worker", "bonnie"] if j["rep"] % 2 else ["bonnie", "worker"])

@@ -86,6 +86,10 @@ def validate(config: dict) -> dict:
             if name not in config["targets"]:
                 known = ", ".join(sorted(config["targets"]))
                 raise ConfigError(f"config: studies.{study}.targets[{i}]: unknown target '{name}' (known: {known})")
+        for name in (settings.get("per_target") or {}):
+            if name not in settings.get("targets", []):
+                raise ConfigError(f"config: studies.{study}.per_target.{name}: not one of the study's targets "
+                                  f"({', '.join(settings.get('targets', []))})")
     return config
 
 

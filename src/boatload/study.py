@@ -130,7 +130,15 @@ def settings_schema(description: str, required: list[str], **fields: dict) -> di
         "additionalProperties": False,
         "required": ["targets", *required],
         "properties": {"targets": {"$ref": "#/$defs/target_list"}, "repetitions": {"$ref": "#/$defs/repetitions"},
-                       "drop_caches": {"$ref": "#/$defs/drop_caches"}, **fields},
+                       "drop_caches": {"$ref": "#/$defs/drop_caches"}, **fields,
+                       "per_target": {
+                           "description": "the study's own fields set again for one of its targets (a target name: "
+                                          "{field: value}), e.g. a smaller working set on a modelled disk, "
+                                          "whose seeks make every file cost milliseconds",
+                           "type": "object",
+                           "additionalProperties": {"type": "object", "additionalProperties": False,
+                                                    "properties": fields},
+                       }},
     }
 
 
@@ -147,6 +155,11 @@ def settings(config: dict, study: Study) -> dict:
     merged = {**defaults_of(study.settings), **study.defaults.get(config.get("scale"), {}), **entry}
     merged.setdefault("repetitions", config["repetitions"])
     return merged
+
+
+def for_target(settings: dict, target: str) -> dict:
+    """A study's settings for the jobs of one target: with its `per_target` entry over them."""
+    return {**settings, **(settings.get("per_target") or {}).get(target, {})}
 
 
 def target_spec(config: dict, name: str) -> dict:

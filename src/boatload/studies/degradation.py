@@ -80,7 +80,8 @@ from boatload.errors import ConfigError
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
 from boatload.creators import count_files
-from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
+                            target_spec)
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import failure, run_worker
 
@@ -136,11 +137,12 @@ def jobs(config: dict) -> list[dict]:
     s = settings(config, STUDY)
     out = []
     for target in s["targets"]:
+        t = for_target(s, target)
         spec = config["targets"][target]
         capacity.refuse_mount(target_spec(config, target), study="degradation",
                               why="measures a fresh file system, then the same after the extra files")
-        fields = {k: s[k] for k in ("extra_files", "memory_limit_mb", "file_size_max", "runs", "loop_direct_io")}
-        fields["block"] = str(s["block"])
+        fields = {k: t[k] for k in ("extra_files", "memory_limit_mb", "file_size_max", "runs", "loop_direct_io")}
+        fields["block"] = str(t["block"])
         if spec.get("kind") != "dir" and spec.get("size_mb") is not None:
             file_bytes = 2 * memory_mb(fields["memory_limit_mb"]) << 20
             need = space_needed(file_bytes, fields["extra_files"], fields["file_size_max"])

@@ -49,7 +49,8 @@ from boatload.errors import ConfigError
 from boatload.peers import fio
 from boatload.studies import adjacent
 from boatload.runner import run_job
-from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
+                            target_spec)
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, failure, phase, run_worker
 
@@ -90,19 +91,24 @@ def jobs(config: dict) -> list[dict]:
     each job measuring with the worker and every peer (`tools`, in run order)."""
     s = settings(config, STUDY)
     _check(config, s)
-    tools = [WORKER] + [TOOLS[p] for p in s["peers"]]
-    return [
-        base_job(
-            config, "filecount", target, point_id(files, mode), rep,
-            files=files, mode=mode, tools=adjacent.run_order(tools, files + rep),
-            **{k: s[k] for k in ("file_size_mb", "threads", "xfer", "read_pct", "duration_s", "interval_s",
-                                 "loop_direct_io")},
-        )
-        for target in s["targets"]
-        for files in s["files"]
-        for mode in s["modes"]
-        for rep in range(1, s["repetitions"] + 1)
-    ]
+    out = []
+    for target in s["targets"]:
+        t = for_target(s, target)
+        if target in (s.get("per_target") or {}):
+            _check(config, {**t, "targets": [target]})
+        tools = [WORKER] + [TOOLS[p] for p in t["peers"]]
+        out += [
+            base_job(
+                config, "filecount", target, point_id(files, mode), rep,
+                files=files, mode=mode, tools=adjacent.run_order(tools, files + rep),
+                **{k: t[k] for k in ("file_size_mb", "threads", "xfer", "read_pct", "duration_s", "interval_s",
+                                     "loop_direct_io")},
+            )
+            for files in t["files"]
+            for mode in t["modes"]
+            for rep in range(1, s["repetitions"] + 1)
+        ]
+    return out
 
 
 def _skipped(reason: str, **extra) -> dict:

@@ -9,7 +9,8 @@ import polars as pl
 from boatload import capacity, creators
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
-from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
+                            target_spec)
 from boatload.targets import Provisioned
 from boatload.worker import failure, phase, run_worker
 
@@ -140,17 +141,17 @@ def jobs(config: dict) -> list[dict]:
     repetition, then the scale curve's target x size x repetition."""
     s = settings(config, STUDY)
     # int(): the schema takes 10000.0 for an integer, the worker does not
-    sizes = sorted(int(n) for n in s["scale_files"])
+    sizes = {name: sorted(int(n) for n in for_target(s, name)["scale_files"]) for name in s["targets"]}
     for name in s["targets"]:
-        check_fits(config, name, s["shape"], "", "studies.forest.shape")
-        if sizes:
-            check_fits(config, name, scale_shape(sizes[-1]), ", the largest of scale_files",
+        check_fits(config, name, for_target(s, name)["shape"], "", "studies.forest.shape")
+        if sizes[name]:
+            check_fits(config, name, scale_shape(sizes[name][-1]), ", the largest of scale_files",
                        "studies.forest.scale_files")
     reps = range(1, s["repetitions"] + 1)
     methods = [
-        base_job(config, "forest", target, method, rep, method=method, shape=s["shape"], time_cap_s=s["time_cap_s"])
-        for target in s["targets"]
-        for method in s["methods"]
+        base_job(config, "forest", target, method, rep, method=method, shape=t["shape"], time_cap_s=t["time_cap_s"])
+        for target, t in ((name, for_target(s, name)) for name in s["targets"])
+        for method in t["methods"]
         for rep in reps
     ]
     # The method runs' jobs stay as they were (a new field would measure them
@@ -159,7 +160,7 @@ def jobs(config: dict) -> list[dict]:
         base_job(config, "forest", target, f"scale-{n}", rep, method=SCALE_METHOD, shape=scale_shape(n),
                  series="scale")
         for target in s["targets"]
-        for n in sizes
+        for n in sizes[target]
         for rep in reps
     ]
     return methods + scale

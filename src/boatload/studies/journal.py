@@ -35,7 +35,8 @@ import polars as pl
 from boatload import capacity
 from boatload.devmodel.presets import log_hardware
 from boatload.runner import run_job
-from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
+                            target_spec)
 from boatload.targets import Provisioned
 from boatload.worker import WorkerError, failure, run_worker
 
@@ -101,18 +102,18 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
 def jobs(config: dict) -> list[dict]:
     """Every run at this config's scale: target x repetition."""
     s = settings(config, STUDY)
-    files, size, dirs = s["files"], s["file_size"], s["dirs"]
+    out = []
     for name in s["targets"]:
+        t = for_target(s, name)
+        files, size, dirs = t["files"], t["file_size"], t["dirs"]
         capacity.refuse_mount(target_spec(config, name), study="journal",
                               why="makes its file system with the log inside or on another device")
         capacity.check(target_spec(config, name), study="journal", files=files + dirs + 16,
                        data_bytes=files * -(-max(size, 1) // 4096) * 4096,
                        what=f"{files:,} files of {size:,} bytes", lower="studies.journal.files")
-    return [
-        base_job(config, "journal", target, "meta", rep, files=files, file_size=size, dirs=dirs)
-        for target in s["targets"]
-        for rep in range(1, s["repetitions"] + 1)
-    ]
+        out += [base_job(config, "journal", name, "meta", rep, files=files, file_size=size, dirs=dirs)
+                for rep in range(1, s["repetitions"] + 1)]
+    return out
 
 
 # Rough cost of one file through all five phases on a loop image, for the

@@ -89,7 +89,8 @@ from boatload.paths import scratch_dir
 from boatload.peers import bonnie
 from boatload.studies import adjacent
 from boatload.runner import run_job
-from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema, target_spec
+from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
+                            target_spec)
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, failure, run_worker
 
@@ -173,12 +174,12 @@ def tool_files(job: dict, tool: str) -> int:
 def jobs(config: dict) -> list[dict]:
     """Every run at this config's scale: target x working set x repetition,
     each job measuring with the worker and, where configured, bonnie++ (`tools`, in run order)."""
-    s = settings(config, STUDY)
-    limit_mb = memory_limit_mb(s)
-    swap_mb, size_max = s["swap_mb"], s["size_max"]
-    tools = ["worker", *[p for p in s["peers"] if p == "bonnie"]]
     out = []
-    for name in s["targets"]:
+    for name in settings(config, STUDY)["targets"]:
+        s = for_target(settings(config, STUDY), name)
+        limit_mb = memory_limit_mb(s)
+        swap_mb, size_max = s["swap_mb"], s["size_max"]
+        tools = ["worker", *[p for p in s["peers"] if p == "bonnie"]]
         target = target_spec(config, name)
         capacity.refuse_mount(target, study="tmpfs", why="needs a fresh file system per run (an empty cache to fill)")
         for w in s["working_set"]:
