@@ -85,5 +85,5 @@ def test_per_target_settings_reach_that_targets_jobs_only():
             (job["memory_limit_mb"], job["swap_mb"], job["dirs"], tuple(sorted(job["tools"]))))
     assert by_target["ext3-hdd"] == {(64, 256, 10, ("worker",))}
     assert by_target["ext3"] == by_target["tmpfs"] == {(512, 2048, 1000, ("bonnie", "worker"))}
-    journal = {j["target"]["name"]: j["files"] for j in study("journal").jobs(data)}
-    assert journal["xfs-raid-log-ssd"] == 10000 and journal["xfs-log-external"] == 50000
+    degradation = {j["target"]["name"]: (j["extra_files"], j["memory_limit_mb"]) for j in study("degradation").jobs(data)}
+    assert degradation["ext4-hdd"] == (2000, 64) and degradation["ext4"] == (50000, 256)
