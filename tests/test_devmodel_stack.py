@@ -38,15 +38,7 @@ def image(tmp_path: Path, size_mb: int) -> Path:
     return img
 
 
-# ssd-2008's reads (about 140 us) are within the stack's own cost and its spread: on a quiet
-# CI machine its median request came out 1.37x the model's (the calibration's overhead,
-# measured around a 1 ms wait, undershoots a request that waits 0.1 ms). Not yet within
-# 15 %: marked as the known defect it is, and run, until the calibration is mended.
-SSD_STACK_BOUND = pytest.mark.xfail(reason="ssd-2008's 0.14 ms reads are within the stack's own jitter", strict=False)
-
-
-@pytest.mark.parametrize("preset, size_mb", [("hdd-7200", 256), ("raid-hdd", 256),
-                                             pytest.param("ssd-2008", 256, marks=SSD_STACK_BOUND)])
+@pytest.mark.parametrize("preset, size_mb", [("hdd-7200", 256), ("raid-hdd", 256), ("ssd-2008", 256)])
 def test_random_reads_take_the_models_mean_service_time(tmp_path, scratch, preset, size_mb):
     params = presets.resolve(preset, "m")
     with modelled_image(image(tmp_path, size_mb), size_mb, params, scratch=scratch, name=preset) as stack:
