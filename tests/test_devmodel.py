@@ -61,7 +61,12 @@ def test_a_model_faster_than_the_stack_is_refused_naming_the_field():
     # 20 us + 512 B at 130 MB/s, its cheapest request
     with pytest.raises(presets.ModelError) as e:
         presets.check(ssd, "targets.t.model", SIZE, stack_us=80)
-    assert str(e.value).startswith("targets.t.model.read_latency_us gives 23.9 us per request, below the stack's own cost of 80.0 us")
+    assert str(e.value).startswith("targets.t.model.read_latency_us gives 23.9 us per request, more than 15 % below "
+                                   "the stack's own cost of 80.0 us")
+    # within 15 % of the stack: shown within the accuracy the models are held to, so not refused
+    presets.check(ssd, "targets.t.model", SIZE, stack_us=23.9 * 1.14)
+    with pytest.raises(presets.ModelError):
+        presets.check(ssd, "targets.t.model", SIZE, stack_us=23.9 * 1.16)
 
 
 def test_overrides_take_effect():

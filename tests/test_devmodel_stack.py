@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from targetlib import IS_ROOT, leftovers, scratch, wait_clean  # noqa: F401 - scratch is a fixture
 
+from boatload import cleanup as cleanup_module
 from boatload.cleanup import cleanup
 from boatload.devmodel import fiocheck, presets
 from boatload.devmodel.device import modelled_image
@@ -178,12 +179,18 @@ def test_a_signal_leaves_nothing(scratch, sig):
     assert wait_clean(scratch) == {}
 
 
-def test_sigkill_then_cleanup_leaves_nothing(scratch):
+def test_sigkill_then_cleanup_leaves_nothing(scratch, monkeypatch):
     p = _held(scratch)
     p.kill()
     p.wait(60)
     time.sleep(0.5)
     assert leftovers(scratch).get("nbd"), "a SIGKILL leaves the stack for cleanup"
+    # not root: refused before anything is touched, naming the stack
+    monkeypatch.setattr(cleanup_module, "is_root", lambda: False)
+    with pytest.raises(cleanup_module.NeedsRoot, match=r"1 modelled device stack\(s\) under .* needs root"):
+        cleanup(scratch)
+    assert leftovers(scratch).get("nbd")
+    monkeypatch.undo()
     done = cleanup(scratch)
     assert any("unmounted FUSE" in d for d in done) and any("detached loop device" in d for d in done), done
     assert wait_clean(scratch) == {}

@@ -107,11 +107,16 @@ static char why[256];
 #define POSITIVE(f) NEED(p->f > 0, #f " must be a number > 0 (got %g)", p->f)
 #define NONNEG(f) NEED(p->f >= 0, #f " must be a number >= 0 (got %g)", p->f)
 /* The stack (nbdkit, FUSE, loop) costs stack_us per request whatever the
- * model says; a model that claims less cannot be shown. */
-#define ABOVE_STACK(f, t)                                                              \
-    NEED((t) >= p->stack_us,                                                           \
-         #f " gives %.1f us per request, below the stack's own cost of %.1f us (stack_us)", \
-         (double)(t), p->stack_us)
+ * model says; a model that claims less is shown that much slower. Within
+ * the 15 % the models are held to (tests/test_devmodel_stack.py) that is
+ * the model still; beyond it, refused. The margin also keeps a preset near
+ * the stack's cost (ssd-2008's 512-byte read) from being refused when a
+ * busy moment raised the measured cost by a few microseconds. */
+#define STACK_TOLERANCE 1.15
+#define ABOVE_STACK(f, t)                                                                    \
+    NEED((t) * STACK_TOLERANCE >= p->stack_us,                                               \
+         #f " gives %.1f us per request, more than 15 %% below the stack's own cost of %.1f us " \
+         "(stack_us)", (double)(t), p->stack_us)
 
 const char *dm_params_check(const struct dm_params *p)
 {

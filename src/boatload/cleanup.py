@@ -137,7 +137,7 @@ def cleanup(scratch: Path, force: bool = False, only_pid: int | None = None) -> 
 
     mem = find_leftovers(scratch, ledger, force) if only_pid is None else Leftovers(ledger)
     mounted = [mp for mp in mounts if mount_at(mp) is not None]
-    privileged = mem.privileged()
+    privileged = mem.privileged() + devmodel_leftovers.privileged(scratch, force)
     if (mounted or loops or privileged) and not is_root():
         what = f"{len(mounted)} mount(s) and {len(loops)} loop device(s)"
         if privileged:

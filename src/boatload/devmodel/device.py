@@ -55,7 +55,7 @@ def forget_stack_cost() -> None:
 
 def model_params(params: dict, where: str, size: int, scratch: Path) -> dict:
     """`params` with the stack's measured cost, refused in one line if any
-    request of the model would be cheaper than the stack."""
+    request of the model would be more than 15 % cheaper than the stack."""
     cost = stack_cost(scratch)
     presets.check(params, where, size, cost.stack_us)
     return {**params, **cost.params()}

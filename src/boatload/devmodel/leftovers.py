@@ -80,6 +80,15 @@ def _stacks(scratch: Path, ledger: Ledger, force: bool) -> tuple[dict[Path, list
     return owners, images, live
 
 
+def privileged(scratch: Path, force: bool = False) -> list[str]:
+    """The left-over stacks whose undoing needs root (a FUSE mount or a loop
+    device on it), one phrase for cleanup's refusal; [] if none."""
+    stacks, _, _ = _stacks(Path(scratch), Ledger(Path(scratch)), force)
+    backed = {dev["back-file"] for dev in loop_devices(find_tool("losetup"))} if stacks else set()
+    held = [d for d in stacks if mount_at(d / "mnt") is not None or str(d / "mnt" / "nbd") in backed]
+    return [f"{len(held)} modelled device stack(s)"] if held else []
+
+
 def undo(scratch: Path, force: bool = False) -> tuple[list[str], list[str]]:
     """Tear down left-over stacks; (what was done, what failed), one line each."""
     scratch = Path(scratch)

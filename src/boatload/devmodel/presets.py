@@ -104,7 +104,7 @@ def _model_name(model) -> str:
 
 def check(params: dict, where: str, size: int, stack_us: float = 0.0) -> None:
     """The model's own checks (params.c), including that no request is
-    cheaper than the stack's own cost `stack_us`; one line naming the field."""
+    more than 15 % cheaper than the stack's own cost `stack_us`; one line naming the field."""
     try:
         native.calc({**params, "stack_us": round(stack_us, 1)}, size, "check")
     except ValueError as e:
