@@ -141,16 +141,17 @@ def jobs(config: dict) -> list[dict]:
     repetition, then the scale curve's target x size x repetition."""
     s = settings(config, STUDY)
     # int(): the schema takes 10000.0 for an integer, the worker does not
-    sizes = {name: sorted(int(n) for n in for_target(s, name)["scale_files"]) for name in s["targets"]}
-    for name in s["targets"]:
-        check_fits(config, name, for_target(s, name)["shape"], "", "studies.forest.shape")
+    own = {name: for_target(s, name) for name in s["targets"]}
+    sizes = {name: sorted(int(n) for n in t["scale_files"]) for name, t in own.items()}
+    for name, t in own.items():
+        check_fits(config, name, t["shape"], "", "studies.forest.shape")
         if sizes[name]:
             check_fits(config, name, scale_shape(sizes[name][-1]), ", the largest of scale_files",
                        "studies.forest.scale_files")
     reps = range(1, s["repetitions"] + 1)
     methods = [
         base_job(config, "forest", target, method, rep, method=method, shape=t["shape"], time_cap_s=t["time_cap_s"])
-        for target, t in ((name, for_target(s, name)) for name in s["targets"])
+        for target, t in own.items()
         for method in t["methods"]
         for rep in reps
     ]

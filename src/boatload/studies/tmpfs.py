@@ -174,9 +174,10 @@ def tool_files(job: dict, tool: str) -> int:
 def jobs(config: dict) -> list[dict]:
     """Every run at this config's scale: target x working set x repetition,
     each job measuring with the worker and, where configured, bonnie++ (`tools`, in run order)."""
+    study = settings(config, STUDY)
     out = []
-    for name in settings(config, STUDY)["targets"]:
-        s = for_target(settings(config, STUDY), name)
+    for name in study["targets"]:
+        s = for_target(study, name)
         limit_mb = memory_limit_mb(s)
         swap_mb, size_max = s["swap_mb"], s["size_max"]
         tools = ["worker", *[p for p in s["peers"] if p == "bonnie"]]
