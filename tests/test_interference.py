@@ -112,7 +112,7 @@ def test_a_hog_on_both_cores_is_caught_by_the_run_delay_and_kept_as_constant(tmp
     assert io["disturbed_by"] == ["cpu"] and io["disturbance"] == "constant"
     # what the kernel recorded: the threads waited, and the hogs ran before and during the phase
     assert io["run_delay_share"] > io["max_run_delay"] and io["threads"] >= 3  # main + 2 I/O threads
-    assert io["waited_for_others_s"] > io["max_run_delay"] * io["seconds"]
+    assert io["lost_share"] > io["max_run_delay"]
     assert io["competing_cores"] >= 0.5
     assert any(t["comm"] == "cpuhog" for t in io["before"]["top_others"]) and io["before"]["seconds"] >= 0.3
     assert "cpuhog" in record["why"] and "constant load" in record["why"]
@@ -155,7 +155,7 @@ def test_a_burst_inside_a_phase_is_passing_and_the_redo_is_quiet_of_it(tmp_path,
     # the kept attempt: the burst is gone; whatever else the machine does is in its record
     kept = io_phase(record["phases"])
     assert hog_cpu({"top_others": kept["new_others"]}) == 0 and hog_cpu(kept) == 0 and hog_cpu(kept["before"]) == 0
-    assert kept["disturbed"] == (kept["waited_for_others_s"] > kept["max_run_delay"] * kept["seconds"]
+    assert kept["disturbed"] == (kept["lost_share"] > kept["max_run_delay"]
                                  and kept["competing_cpu_s"] >= 0.03)
 
 
@@ -192,7 +192,7 @@ def test_a_two_thread_worker_beside_a_core_hog_is_flagged_by_its_run_delay(tmp_p
         stop(hog)
     io = io_phase(doc["interference"]["phases"])
     assert io["disturbed_by"] == ["cpu"] and doc["interference"]["disturbed"]
-    assert io["waited_for_others_s"] > io["max_run_delay"] * io["seconds"] and io["threads"] >= 3
+    assert io["lost_share"] > io["max_run_delay"] and io["threads"] >= 3
     assert io["competing_cores"] >= 0.5  # the hog's core (shared with others' load on a busy machine)
     # it waited for quiet first, as asked, and gave up at the limit with the hog (a core's worth) there
     [wait] = doc["interference"]["quiet_waits"]
@@ -233,7 +233,7 @@ def test_a_quiet_run_flags_nothing_and_accounts_for_the_machine(tmp_path, worker
     io = phases["io"]
     assert io["measured"] and not phases["prepare"]["measured"]
     # its threads (main and two I/O threads, alive until the end snapshot) hardly waited for a CPU
-    assert io["threads"] == 3 and 0 <= io["waited_for_others_s"] <= io["max_run_delay"] * io["seconds"]
+    assert io["threads"] == 3 and 0 <= io["lost_share"] <= io["max_run_delay"]
     assert io["disturbed_by"] == [] and io["disturbance"] is None and io["before"]["seconds"] >= 0.3
     # the worker's two threads are the measurement: most of the machine's CPU in the phase
     assert io["cpu_s"]["measurement"] >= 0.5 * io["cpu_s"]["machine_busy"] > 0
@@ -322,3 +322,25 @@ def test_others_cpu_counts_only_while_the_measured_threads_wanted_the_cores():
     assert disturbance.waited_for_others(fio) < 0.05 * fio["seconds"]
     busy = {"seconds": 1.0, "cores": 2, "ran_s": 1.0, "run_delay_s": 0.9, "competing_cpu_s": 1.0}
     assert disturbance.waited_for_others(busy) == pytest.approx(0.9)  # all of its delay: the hog's 1 s x 95 % covers it
+
+
+def test_many_threads_lose_others_cpu_across_the_cores_they_keep_busy():
+    """fio's 11 threads in a ci filecount run beside a process busy 10 ms of
+    every 100 ms (bench/disturbance.py's duty10), keeping 1.9 cores busy:
+    others' 0.05 s cost them about 0.05 / 1.9 of their 0.77 s, under the 5 %
+    limit (counted against one core's time, as a 1-thread phase's, it was
+    6 % and a redo). One thread loses all it waited on others' account."""
+    opts = {"max_run_delay": 0.05, "max_others_io": 0.1}
+    quiet_disk = {"others_io_mb": {"read": 0.0, "write": 0.0}, "disk": {}}
+    fio = {"measured": True, "seconds": 0.77, "cores": 2, "ran_s": 0.64, "run_delay_s": 0.83,
+           "competing_cpu_s": 0.05, **quiet_disk}
+    assert disturbance.waited_for_others(fio) > 0.05 * fio["seconds"]
+    assert disturbance.lost_share(fio) == pytest.approx(disturbance.waited_for_others(fio) / (1.47 / 0.77) / 0.77)
+    assert disturbance.lost_share(fio) < 0.05 and disturbance.judge(fio, opts, disk_bound=False) == []
+    one = {"measured": True, "seconds": 0.5, "cores": 2, "ran_s": 0.45, "run_delay_s": 0.05, "competing_cpu_s": 0.1,
+           **quiet_disk}
+    assert disturbance.lost_share(one) == pytest.approx(0.1)
+    assert disturbance.judge(one, opts, disk_bound=False) == ["cpu"]
+    # never more lanes than cores: 20 threads on 2 cores lose others' CPU over 2
+    crowd = {**fio, "ran_s": 1.5, "run_delay_s": 20.0, "competing_cpu_s": 0.2}
+    assert disturbance.lost_share(crowd) == pytest.approx(disturbance.waited_for_others(crowd) / (2 * 0.77))

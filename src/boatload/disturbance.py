@@ -2,9 +2,9 @@
 passing or constant (the rules; boatload.interference gathers the facts).
 
 Disturbed: the measured threads (the worker's, or a peer tool's processes)
-spent more than `max_run_delay` of the phase runnable without a CPU, summed
-over the threads, counting only what other processes can account for
-(`waited_for_others`); or, on a target backed by
+waited for a CPU on other processes' account (`waited_for_others`) for more
+than `max_run_delay` of the time they had to run (`lost_share`: the phase's
+seconds times the cores they kept busy on average); or, on a target backed by
 the host's disk, other processes did more than `max_others_io` of that
 disk's I/O in the phase. Other processes' CPU alone disturbs nothing: a
 1-thread worker on a 2-core machine does not wait for a process on the
@@ -55,13 +55,28 @@ def waited_for_others(rec: dict) -> float:
     return max(0.0, min(rec["run_delay_s"] - own, rec["competing_cpu_s"] * overlap))
 
 
+def lost_share(rec: dict) -> float:
+    """The share of the phase's time the measurement lost to other processes, at most.
+
+    Threads keeping L cores busy on average (ran + waited, over the phase,
+    between 1 and the cores) lose their phase about waited_for_others / L:
+    others' CPU displaces their work across all L lanes at once. A 1-thread
+    phase loses all its waiting; filecount's 10 threads on 2 cores lose half
+    of theirs, so a process using 10 % of one core costs them 5 %, not 10 %."""
+    seconds = rec["seconds"]
+    if seconds <= 0:
+        return 0.0
+    lanes = min(float(rec["cores"]), max(1.0, (rec["ran_s"] + rec["run_delay_s"]) / seconds))
+    return waited_for_others(rec) / (lanes * seconds)
+
+
 def judge(rec: dict, opts: dict, disk_bound: bool) -> list[str]:
     """What disturbed a measured phase: "cpu" (its threads waited), "io" (others used its disk); [] if nothing."""
     seconds = rec["seconds"]
     if not rec["measured"] or seconds <= 0:
         return []
     by = []
-    if waited_for_others(rec) > opts["max_run_delay"] * seconds and rec["competing_cpu_s"] >= RESOLUTION_S:
+    if lost_share(rec) > opts["max_run_delay"] and rec["competing_cpu_s"] >= RESOLUTION_S:
         by.append("cpu")
     others, host = _io_mb(rec["others_io_mb"]), _host_mb(rec["disk"])
     if disk_bound and others >= MIN_OTHERS_IO_MB and host > 0 and min(others, host) / host > opts["max_others_io"]:
@@ -106,8 +121,8 @@ def why(rec: dict) -> str:
         top = rec["new_others"] if rec["disturbance"] == "passing" and rec.get("new_others") else rec["top_others"]
         parts.append(f"its {rec['threads']} thread{'s' if rec['threads'] != 1 else ''} waited "
                      f"{100 * rec['run_delay_share']:.1f} % of the phase for a CPU, "
-                     f"{100 * rec['waited_for_others_s'] / rec['seconds']:.1f} % on other processes' account "
-                     f"(limit {100 * rec['max_run_delay']:g} %) "
+                     f"{100 * rec['waited_for_others_s'] / rec['seconds']:.1f} % on other processes' account, "
+                     f"{100 * rec['lost_share']:.1f} % of its time lost (limit {100 * rec['max_run_delay']:g} %) "
                      f"while other processes used {100 * (rec['competing_cores'] or 0):.1f} % of a core "
                      f"({_who(top) or 'processes that exited before the phase ended'})")
     if "io" in rec["disturbed_by"]:

@@ -245,6 +245,7 @@ class Monitor:
                              if t["kind"] != "kernel_threads" and after.procs[t["pid"]].session in fresh][:3]
         rec["others_io_share"] = round(min(others_mb, host_mb) / host_mb, 4) if host_mb > 0 else None
         rec["waited_for_others_s"] = round(disturbance.waited_for_others(rec), 6)
+        rec["lost_share"] = round(disturbance.lost_share(rec), 6)
         rec["disturbed_by"] = disturbance.judge(rec, self.settings, self.disk_bound)
         rec["disturbed"] = bool(rec["disturbed_by"])
         rec["disturbance"] = disturbance.persistence(rec, rec["disturbed_by"], self.settings) if rec["disturbed"] else None
