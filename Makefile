@@ -36,10 +36,12 @@ dry-run: env
 test: BOOTSTRAP_FOR := test
 test: env worker test-native test-python
 
+# the native builds on every core (nothing is measured while they run)
+NATIVE_JOBS := $(shell nproc 2>/dev/null || echo 1)
 test-native:
-	$(MAKE) -C native test
-	$(MAKE) -C native test-sanitize
-	$(MAKE) -C native fuzz-smoke
+	$(MAKE) -C native -j$(NATIVE_JOBS) test
+	$(MAKE) -C native -j$(NATIVE_JOBS) test-sanitize
+	$(MAKE) -C native -j$(NATIVE_JOBS) fuzz-smoke
 
 test-python: env worker
 	pytest
