@@ -96,6 +96,28 @@ def test_external_log_and_dropped_flushes_are_labelled(study_scratch):
         assert all(r["ops_per_s"] > 0 for r in rows)
 
 
+@root
+def test_a_modelled_run_records_what_reached_the_model(study_scratch):
+    """The model's counts over the run, in its provenance: with the write
+    cache off no flush reaches the array; with a log on the SSD the log's
+    flushes and the time the model charged for them are there to explain a
+    ratio."""
+    cfg = config("ci.yaml")
+    docs = {name: journal.run(job_for(cfg, name)) for name in ("xfs-raid-log-internal-noflush", "xfs-raid-log-ssd")}
+    for doc in docs.values():
+        assert doc["result"]["status"] == "ok", doc["result"]["reason"]
+    model = docs["xfs-raid-log-internal-noflush"]["target_provenance"]["model"]
+    noflush, attached = model["counts"], model["counts_at_attach"]
+    # after the attach (whose close of the FUSE file nbdfuse made a flush): none, mkfs and the run included
+    assert noflush["flushes"] == attached["flushes"] and noflush["fua_writes"] == 0
+    assert noflush["writes"] > attached["writes"]
+    ssd = docs["xfs-raid-log-ssd"]["target_provenance"]
+    # XFS's log writes are flushes or FUA writes (a cache flush first, the
+    # record written through), on the log device
+    assert ssd["log_model"]["counts"]["flushes"] + ssd["log_model"]["counts"]["fua_writes"] > 0
+    assert ssd["log_model"]["counts"]["modelled_us"] > 0 and ssd["model"]["counts"]["writes"] > 0
+
+
 def test_without_root_the_job_is_skipped_with_the_reason(study_scratch, monkeypatch, tmp_path):
     monkeypatch.setattr(targets, "is_root", lambda: False)
     doc = journal.run(job_for(config("ci.yaml"), "xfs-log-internal"))

@@ -45,6 +45,11 @@ def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, un
     prov[key] = {
         "config": plain_model(model), "parameters": params, "stack_cost_us": cost.params(),
         "stack": str(stack.dir), "faults": faults,
+        # the model's counts (reads, writes, flushes, FUA writes, modelled
+        # time) once attached (nbdfuse makes losetup's close of its file a
+        # flush) and over the whole run: the stack's own dict, filled in at teardown
+        "counts_at_attach": dict(stack.stats()),
+        "counts": stack.final,
     }
     return Attached(image, fd, img_rid, loop_rid, stack.device, backing=stack.dir / "mnt" / "nbd")
 
