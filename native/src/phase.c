@@ -94,12 +94,7 @@ static void setup_failed(struct phase_result *res, int err)
     snprintf(res->error.where, sizeof res->error.where, "setup");
 }
 
-struct counts {
-    uint64_t ops, bytes;
-    uint64_t cls[PHASE_MAX_CLASSES];
-};
-
-static void counts_sub(struct counts *d, const struct counts *a, const struct counts *b)
+static void counts_sub(struct slot_counts *d, const struct slot_counts *a, const struct slot_counts *b)
 {
     d->ops = a->ops - b->ops;
     d->bytes = a->bytes - b->bytes;
@@ -120,7 +115,7 @@ static void sample_rates(struct interval_sample *s, double dt)
         s->cls_ops_per_s[k] = rate(s->cls_ops[k], dt);
 }
 
-static int add_sample(struct phase_result *r, double t_s, const struct counts *c, double dt)
+static int add_sample(struct phase_result *r, double t_s, const struct slot_counts *c, double dt)
 {
     if (r->n_iv == r->cap_iv) {
         size_t cap = r->cap_iv ? r->cap_iv * 2 : 64;
@@ -141,15 +136,16 @@ static int add_sample(struct phase_result *r, double t_s, const struct counts *c
     return 0;
 }
 
-static void live_counts(const struct phase_run *run, unsigned n, struct counts *c)
+static void live_counts(const struct phase_run *run, unsigned n, struct slot_counts *c)
 {
     memset(c, 0, sizeof *c);
     for (unsigned i = 0; i < n; i++) {
-        const struct ops_slot *s = &run->slots[i];
-        c->ops += atomic_load_explicit(&s->ops, memory_order_relaxed);
-        c->bytes += atomic_load_explicit(&s->bytes, memory_order_relaxed);
+        struct slot_counts one;
+        slot_read(&run->slots[i], &one);
+        c->ops += one.ops;
+        c->bytes += one.bytes;
         for (unsigned k = 0; k < PHASE_MAX_CLASSES; k++)
-            c->cls[k] += atomic_load_explicit(&s->cls_ops[k], memory_order_relaxed);
+            c->cls[k] += one.cls[k];
     }
 }
 
@@ -219,7 +215,7 @@ int phase_result_setup_failed(struct phase_result *res, const struct phase_opts 
     res->error.err = err;
     snprintf(res->error.where, sizeof res->error.where, "%s", where ? where : "");
     /* one empty interval, like any phase that did no work */
-    struct counts none = {0};
+    struct slot_counts none = {0};
     if (add_sample(res, 0.0, &none, 0.0) != 0) {
         phase_result_free(res);
         return -1;
@@ -234,7 +230,7 @@ int phase_result_not_run(struct phase_result *res, const struct phase_opts *o,
         return -1;
     res->error = cause->error;
     res->interrupted = cause->interrupted;
-    struct counts none = {0};
+    struct slot_counts none = {0};
     if (add_sample(res, 0.0, &none, 0.0) != 0) {
         phase_result_free(res);
         return -1;
@@ -334,7 +330,7 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
         iv_ns = 1000000;
     const uint64_t poll_ns = 10000000; /* 10 ms: reaction time to signals/end */
     uint64_t next = t_start + iv_ns, last_t = t_start;
-    struct counts last = {0}, cur, delta;
+    struct slot_counts last = {0}, cur, delta;
     int oom = 0;
     while (atomic_load(&run.done) < started) {
         if (signal_stop && !res->interrupted) {
@@ -394,7 +390,7 @@ int phase_run(struct phase_result *res, const struct phase_opts *o,
         res->interrupted = 1;
 
     /* final (partial) interval, ending at the end of the phase */
-    struct counts total = {.ops = res->ops, .bytes = res->bytes};
+    struct slot_counts total = {.ops = res->ops, .bytes = res->bytes};
     for (unsigned k = 0; k < res->nclasses; k++)
         total.cls[k] = res->cls[k].ops;
     counts_sub(&delta, &total, &last);

@@ -5,8 +5,8 @@
  * from the main thread (also printing --progress lines), reacts to
  * SIGINT/SIGTERM, joins, merges the per-thread latency histograms and
  * computes wall-clock time (CLOCK_MONOTONIC) and CPU time (getrusage
- * deltas). Workers publish their op count with a relaxed atomic store into
- * their own cache line: no locks and no shared writes on the hot path.
+ * deltas). Workers publish their counts into their own cache line (slot.h):
+ * no locks and no shared writes on the hot path.
  *
  * Optional extras, all off by default (tree uses none of them):
  *  - with_bytes: interval samples also carry bytes and MB/s;
@@ -27,10 +27,11 @@
 
 #include "hist.h"
 #include "json.h"
+#include "slot.h"
 
 #define PHASE_MAX_THREADS 256
 #define PHASE_WHERE_MAX 1024
-#define PHASE_MAX_CLASSES 2
+#define PHASE_MAX_CLASSES SLOT_MAX_CLASSES
 
 struct run_error {
     int set;
@@ -91,13 +92,6 @@ struct phase_opts {
     int no_sync;               /* not announced on BOATLOAD_PHASE_SYNC_FD (directory phases) */
 };
 
-struct ops_slot {
-    _Alignas(64) _Atomic uint64_t ops;
-    _Atomic uint64_t bytes;
-    _Atomic uint64_t cls_ops[PHASE_MAX_CLASSES];
-    char pad[64 - (2 + PHASE_MAX_CLASSES) * sizeof(uint64_t)];
-};
-
 /* Per-thread counters of one op class. */
 struct phase_class {
     uint64_t ops, bytes;
@@ -135,21 +129,15 @@ static inline int phase_stopping(const struct phase_thread *t)
     return atomic_load_explicit(&t->run->stop, memory_order_relaxed);
 }
 
-/* Publish the thread's running op count for interval sampling/progress. */
-static inline void phase_publish(struct phase_thread *t, uint64_t ops)
-{
-    atomic_store_explicit(&t->run->slots[t->id].ops, ops, memory_order_relaxed);
-}
-
-/* Publish ops, bytes and the per-class op counts kept in t. */
+/* Publish ops, bytes and the per-class op counts kept in t, as one
+ * snapshot for the interval sampler. */
 static inline void phase_publish_counts(struct phase_thread *t)
 {
-    struct ops_slot *s = &t->run->slots[t->id];
-    atomic_store_explicit(&s->ops, t->ops, memory_order_relaxed);
-    atomic_store_explicit(&s->bytes, t->bytes, memory_order_relaxed);
-    if (t->cls)
-        for (unsigned k = 0; k < t->run->res->nclasses; k++)
-            atomic_store_explicit(&s->cls_ops[k], t->cls[k].ops, memory_order_relaxed);
+    struct slot_counts c = {.ops = t->ops, .bytes = t->bytes};
+    unsigned ncls = t->cls ? t->run->res->nclasses : 0;
+    for (unsigned k = 0; k < ncls; k++)
+        c.cls[k] = t->cls[k].ops;
+    slot_write(&t->run->slots[t->id], &c, ncls);
 }
 
 /* Record a failing system call (the first one wins) and stop all threads. */

@@ -70,6 +70,8 @@ void test_meta_order_visits_all_once(void);
 void test_split_shares(void);
 void test_meta_shares_visit_all_once(void);
 void test_meta_file_sizes(void);
+/* test_slot.c */
+void test_slot_snapshot_is_consistent(void);
 /* test_tree.c */
 void test_rlayout_build(void);
 void test_rlayout_deterministic(void);

@@ -39,6 +39,7 @@ static const struct test tests[] = {
     T(test_filedata_size_parse),
     T(test_filedata_sizes),
     T(test_filedata_content),
+    T(test_slot_snapshot_is_consistent),
     T(test_json_escape),
     T(test_json_structure),
     T(test_int_version),
