@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from boatload.signals import deferred_signals, holding
-from boatload.targetspec import MKFS, SHM, TargetError, TargetSpec
+from boatload.targetspec import MKFS, SHM, SWAP_DISK_FS, TargetError, TargetSpec
 from boatload.tools import BY_COMMAND
 from boatload.tools import find as find_tool
 
@@ -41,10 +41,11 @@ def not_installed(command: str) -> str:
 
 
 def _required_tools(spec: TargetSpec) -> list[str]:
-    if spec.kind == "tmpfs":
-        return ["mount", "umount"]
+    modelled = ["nbdkit", "nbdfuse", "fusermount3"] if spec.model or spec.log_model else []
+    if spec.kind == "tmpfs":  # modelled: its swap disk, an ext4 on a loop device
+        swap_disk = [MKFS[SWAP_DISK_FS][0], "losetup", *modelled] if modelled else []
+        return ["mount", "umount", *swap_disk]
     if spec.kind == "loop":
-        modelled = ["nbdkit", "nbdfuse", "fusermount3"] if spec.model or spec.log_model else []
         return [MKFS[spec.fs][0], "losetup", "mount", "umount", *modelled]
     if spec.kind == "device":
         return [MKFS[spec.fs][0], "wipefs", "mount", "umount"]

@@ -36,7 +36,7 @@ Everything is recorded in the ledger (kinds "cgroup" and "swap") before it
 is created; `find_leftovers()` is what `boatload.cleanup` uses to
 undo the leftovers of killed runs: cgroups recorded in the ledger, or named
 `boatload-<pid>-<rand>` with a dead pid, and swap files under
-`<scratch>/swap/`.
+`<scratch>/swap/` (or a target's `<scratch>/mnt/<mount>/swap/`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from boatload.cgroups import (
     CGROUP_FS, Choice, MemoryLimitError, MemoryLimitNeedsRoot, active_swaps, choose, hierarchies, lineage,
     meminfo_swap_used, procs, read_int, read_kv, words, writable, write_cgroup,
 )
-from boatload.hostops import Teardown, not_installed, plain_dir, statfs_type, subdir, token
+from boatload.hostops import MOUNT_RE, Teardown, mount_at, not_installed, plain_dir, statfs_type, subdir, token
 from boatload.ledger import Ledger, pid_alive
 from boatload.signals import deferred_signals, signals_as_exceptions
 from boatload.swapfiles import setup_swap, swap_off
@@ -193,8 +193,12 @@ def _resolve(commands: list[str]) -> dict[str, str]:
 
 
 @contextmanager
-def memory_limit(limit_mb: int, swap_mb: int, scratch: Path) -> Iterator[Limit]:
+def memory_limit(limit_mb: int, swap_mb: int, scratch: Path, swap_on: Path | None = None) -> Iterator[Limit]:
     """A memory cgroup of `limit_mb` MiB, and a swap file of `swap_mb` MiB if > 0.
+
+    The swap file is made in `<swap_on>/swap/` when given: a file system of
+    this scratch's targets under `<scratch>/mnt/` (a tmpfs target's modelled
+    swap disk), so that cleanup finds it; else in `<scratch>/swap/`.
 
     Nothing is touched before the checks pass (sizes, a usable cgroup
     hierarchy, root for swap, the swap tools). Teardown as in
@@ -214,10 +218,10 @@ def memory_limit(limit_mb: int, swap_mb: int, scratch: Path) -> Iterator[Limit]:
 
     with signals_as_exceptions(only_if_default=True), Teardown("memory limit", MemoryLimitError) as undo:
         with deferred_signals():
+            plain_dir(scratch, MemoryLimitError)
+            swap_home = scratch if swap_on is None else _swap_home(scratch, Path(swap_on))
             if swap_mb:
-                subdir(scratch, "swap")
-            else:
-                plain_dir(scratch, MemoryLimitError)
+                subdir(swap_home, "swap")
             ledger = Ledger(scratch)
         prov = {
             "cgroup_version": choice.hierarchy.version,
@@ -241,12 +245,38 @@ def memory_limit(limit_mb: int, swap_mb: int, scratch: Path) -> Iterator[Limit]:
         }
         _enable_memory(choice, prov)  # the one cgroup step likely to fail: before the swap file
         baseline = meminfo_swap_used()
-        swap_file = setup_swap(scratch, swap_bytes, ledger, undo, prov, tools) if swap_mb else None
+        swap_file = setup_swap(swap_home, swap_bytes, ledger, undo, prov, tools) if swap_mb else None
         limit = _setup_cgroup(choice, limit_bytes, swap_bytes, ledger, undo, prov)
         limit.swap_file = swap_file
         limit._swap_baseline = baseline
         undo.step("take the final numbers", limit._snapshot)
         yield limit
+
+
+def _swap_home(scratch: Path, swap_on: Path) -> Path:
+    """`swap_on`, checked to be a mounted file system of this scratch's (one of `swap_dirs`)."""
+    home = swap_on.resolve()
+    if home.parent != scratch / "mnt" or not MOUNT_RE.match(home.name) or mount_at(str(home)) is None:
+        raise MemoryLimitError(f"swap: {swap_on} is not a file system mounted under {scratch / 'mnt'}; "
+                               "refusing to put a swap file there")
+    return home
+
+
+def swap_dirs(scratch: Path) -> list[Path]:
+    """Where this scratch's swap files live: `<scratch>/swap/`, and `swap/` in
+    each of its mounted targets' directories under `<scratch>/mnt/`."""
+    out = [scratch / "swap"]
+    try:
+        out += [scratch / "mnt" / n / "swap" for n in sorted(os.listdir(scratch / "mnt")) if MOUNT_RE.match(n)]
+    except OSError:
+        pass
+    return out
+
+
+def _in_swap_dir(scratch: Path, p: Path) -> bool:
+    mnt = p.parent.parent
+    return p.parent == scratch / "swap" or (
+        p.parent.name == "swap" and mnt.parent == scratch / "mnt" and bool(MOUNT_RE.match(mnt.name)))
 
 
 # --------------------------------------------------------------------------
@@ -457,7 +487,6 @@ def find_leftovers(scratch: Path, ledger: Ledger | None = None, force: bool = Fa
     (in /proc/swaps or not) whose pid is dead (or any, with force)."""
     scratch = Path(scratch).resolve()
     ledger = ledger or Ledger(scratch)
-    swap_dir = scratch / "swap"
     lo = Leftovers(ledger)
     live: set[str] = set()
     starts: dict[str, tuple[int | None, str | None]] = {}
@@ -472,7 +501,7 @@ def find_leftovers(scratch: Path, ledger: Ledger | None = None, force: bool = Fa
             if not CGROUP_RE.match(p.name):
                 continue
             parents.add(p.parent)
-        elif p.parent != swap_dir:
+        elif not _in_swap_dir(scratch, p):
             continue  # not under this scratch directory: never ours to touch
         if not force and pid_alive(r.pid, r.pid_start):
             live.add(r.path)
@@ -513,11 +542,12 @@ def find_leftovers(scratch: Path, ledger: Ledger | None = None, force: bool = Fa
                 lo.cgroups[p] = []
 
     candidates = set()
-    try:
-        candidates.update(str(swap_dir / n) for n in os.listdir(swap_dir))
-    except OSError:
-        pass
-    candidates.update(s for s in active_swaps() if Path(s).parent == swap_dir)
+    for swap_dir in swap_dirs(scratch):
+        try:
+            candidates.update(str(swap_dir / n) for n in os.listdir(swap_dir))
+        except OSError:
+            pass
+    candidates.update(s for s in active_swaps() if _in_swap_dir(scratch, Path(s)))
     for p in sorted(candidates):
         if p not in live and p not in lo.swaps and dead_by_name(Path(p).name, SWAP_RE, p, allow_force=True):
             lo.swaps[p] = []

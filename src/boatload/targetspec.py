@@ -35,7 +35,10 @@ FAULT_FIELDS = ("read_rate", "write_rate", "trigger", "error")
 FAULT_ERRORS = ("EIO", "ENOSPC", "EPERM", "ENOMEM", "ESHUTDOWN")
 # the kinds that make a file system (mkfs) and the fields only some kinds take
 FORMATTED = ("loop", "device")
-SIZED = ("tmpfs", "loop")  # a device has its own size, a mount its own free space
+SIZED = ("tmpfs", "loop")
+# model: a loop target's disk, or the disk a tmpfs target's pages are swapped to
+MODELLED = ("loop", "tmpfs")
+SWAP_DISK_FS = "ext4"  # the file system holding a modelled tmpfs's swap files  # a device has its own size, a mount its own free space
 WRITE_CACHE = ("write back", "write through")
 LOG_FS = ("xfs", "ext4")  # file systems that take an external log / journal here
 # external log sizes: mkfs.xfs (xfsprogs >= 5.19) wants at least 64 MB and at most
@@ -243,8 +246,9 @@ def parse_target(name: str, mapping: dict) -> TargetSpec:
         raise TargetError(f"{where}.log.device: the log must be on another device than {device}")
     model = mapping.get("model")
     if model is not None:
-        if kind != "loop":
-            raise TargetError(f"{where}.model: only loop targets are modelled, not kind {kind!r}")
+        if kind not in MODELLED:
+            raise TargetError(f"{where}.model: only loop targets (their disk) and tmpfs targets (the disk they swap to) "
+                              f"are modelled, not kind {kind!r}")
         model = _model(f"{where}.model", model)
     log = mapping.get("log")
     log_model = _model(f"{where}.log.model", log["model"]) if isinstance(log, dict) and log.get("model") is not None else None

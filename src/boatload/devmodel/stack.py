@@ -7,7 +7,7 @@ Everything is recorded in the ledger before it is made and undone by the
 caller's Teardown in reverse order: loop device, FUSE mount (nbdfuse exits),
 nbdkit, the stack's directory (pidfile, logs, the model's counts). nbdkit
 and nbdfuse share a socket pair, so there is no socket file. nbdkit runs with
---exit-with-parent and both daemons in their own session, so a terminal's
+--exit-with-parent (unless the disk holds swap: `outlive_parent`) and both daemons in their own session, so a terminal's
 Ctrl-C reaches only us and the teardown, not the device under the mounted
 file system. After a SIGKILL, boatload.devmodel.leftovers finds the rest.
 """
@@ -160,10 +160,16 @@ def _detach(device: str, backing: Path, losetup: str) -> None:
 
 
 def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledger, undo: Teardown,
-           faults: dict | None = None, tools: dict[str, str] | None = None) -> Stack:
+           faults: dict | None = None, tools: dict[str, str] | None = None, outlive_parent: bool = False) -> Stack:
     """Serve `image` through the model `params` (C names, from presets.resolve
     plus the stack's measured costs) and attach it; every undo step goes on
-    `undo`. Returns the running Stack."""
+    `undo`. Returns the running Stack.
+
+    `outlive_parent`: nbdkit keeps serving after a SIGKILL of this process,
+    until cleanup stops it. A disk that holds a swap file needs that: the
+    kernel can swap a file off only while its disk answers (and its file
+    system is still writable), so a dead device would leave the swap on
+    until the next boot."""
     tools = tools or resolve_stack_tools()
     d = subdir(Path(scratch), "nbd") / f"{name}-{token()}"
     mnt = d / "mnt"
@@ -185,7 +191,7 @@ def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledge
         # nbdkit: the error filter (if any) outside the model, the file plugin inside
         filters = ["--filter=error"] if faults else []
         argv = [
-            tools["nbdkit"], "-s", "--exit-with-parent", "--pidfile", str(d / "nbdkit.pid"),
+            tools["nbdkit"], "-s", *([] if outlive_parent else ["--exit-with-parent"]), "--pidfile", str(d / "nbdkit.pid"),
             *filters, f"--filter={native.filter_path()}", "file", str(image),
             *[f"dm-{a}" for a in native.param_args(params)], f"dm-stats={stats}", *fault_args(faults, trigger),
         ]

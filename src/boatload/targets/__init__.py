@@ -49,7 +49,7 @@ __all__ = [
 
 # kind -> (module that sets it up, the scratch subdirectories it uses)
 KINDS = {
-    "tmpfs": (tmpfs, ("mnt",)),
+    "tmpfs": (tmpfs, ("mnt", "images")),
     "loop": (loop, ("images", "mnt")),
     "device": (device, ("mnt",)),
     "mount": (mount, ()),

@@ -32,14 +32,14 @@ def resolved(model, where: str) -> dict:
 
 
 def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, undo, scratch: Path, model,
-                    where: str, prov: dict, key: str, what: str = "image") -> Attached:
+                    where: str, prov: dict, key: str, what: str = "image", outlive_parent: bool = False) -> Attached:
     params = resolved(model, where)
     cost = stack_cost(scratch)
     presets.check(params, where, size, cost.stack_us)
     img_rid, fd = make_image(spec, image, size, ledger, undo, what)
     faults = dict(spec.faults) if spec.faults and key == "model" else None
     stack = attach_stack(image, {**params, **cost.params()}, scratch=Path(scratch), name=spec.name, ledger=ledger,
-                         undo=undo, faults=faults)
+                         undo=undo, faults=faults, outlive_parent=outlive_parent)
     loop_rid = next(r.id for r in reversed(list(ledger.resources().values()))
                     if r.kind == "loop" and r.facts.get("stack") == str(stack.dir))
     prov[key] = {
