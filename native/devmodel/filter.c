@@ -7,14 +7,20 @@
  * dm-KEY=VALUE sets a model parameter (params.c); dm-stats names a file that
  * gets the request counts as JSON (written when the model is made, after each
  * flush and at close),
- * so tests can tell how many flushes reached the device. */
+ * so tests can tell how many flushes reached the device. PATH.live, mapped
+ * shared, holds the same counts after every request (LIVE_WORDS below), so
+ * that a reader can take them at any moment (the edges of a measured phase)
+ * at the cost of a few stores per request. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <nbdkit-filter.h>
 
@@ -25,6 +31,14 @@ static char *stats_path;
 static struct dm model;
 static int model_ready;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The live counts: LIVE_WORDS little-endian 64-bit words, a sequence number
+ * (odd while an update is under way; a reader takes two equal reads with an
+ * even one), then reads, writes, flushes, fua_writes, cache_read_hits,
+ * extents_written, modelled_us and flush_us (IEEE doubles), size. */
+#define LIVE_WORDS 10
+static char *live_path;
+static volatile uint64_t *live;
 
 #define SPIN_US 200.0
 
@@ -75,11 +89,65 @@ static void write_stats(void)
     fprintf(f,
             "{\"reads\": %" PRIu64 ", \"writes\": %" PRIu64 ", \"flushes\": %" PRIu64
             ", \"fua_writes\": %" PRIu64 ", \"cache_read_hits\": %" PRIu64
-            ", \"extents_written\": %" PRIu64 ", \"modelled_us\": %.1f, \"size\": %" PRIu64 "}\n",
+            ", \"extents_written\": %" PRIu64 ", \"modelled_us\": %.1f, \"flush_us\": %.1f, \"size\": %" PRIu64
+            "}\n",
             model.st.reads, model.st.writes, model.st.flushes, model.st.fua_writes,
-            model.st.cache_read_hits, model.st.extents_written, model.st.modelled_us, model.size);
+            model.st.cache_read_hits, model.st.extents_written, model.st.modelled_us, model.st.flush_us,
+            model.size);
     if (fclose(f) != 0 || rename(tmp, stats_path) != 0)
         nbdkit_error("devmodel: cannot write %s: %m", stats_path);
+}
+
+static uint64_t bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* Caller holds the lock. */
+static void publish(void)
+{
+    if (!live)
+        return;
+    uint64_t seq = live[0];
+    live[0] = seq + 1;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    const struct dm_stats *st = &model.st;
+    live[1] = st->reads;
+    live[2] = st->writes;
+    live[3] = st->flushes;
+    live[4] = st->fua_writes;
+    live[5] = st->cache_read_hits;
+    live[6] = st->extents_written;
+    live[7] = bits(st->modelled_us);
+    live[8] = bits(st->flush_us);
+    live[9] = model.size;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    live[0] = seq + 2;
+}
+
+/* Caller holds the lock; once, when the model is made. */
+static int live_open(void)
+{
+    if (!live_path)
+        return 0;
+    int fd = open(live_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || ftruncate(fd, LIVE_WORDS * sizeof(uint64_t)) != 0) {
+        nbdkit_error("devmodel: cannot make %s: %m", live_path);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    void *p = mmap(NULL, LIVE_WORDS * sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        nbdkit_error("devmodel: cannot map %s: %m", live_path);
+        return -1;
+    }
+    live = p;
+    publish();
+    return 0;
 }
 
 static void devmodel_load(void) { dm_params_init(&params); }
@@ -91,8 +159,12 @@ static void devmodel_unload(void)
     if (model_ready)
         dm_free(&model);
     model_ready = 0;
+    if (live)
+        munmap((void *)live, LIVE_WORDS * sizeof(uint64_t));
+    live = NULL;
     pthread_mutex_unlock(&lock);
     free(stats_path);
+    free(live_path);
 }
 
 static int devmodel_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
@@ -103,7 +175,17 @@ static int devmodel_config(nbdkit_next_config *next, nbdkit_backend *nxdata, con
     if (!strcmp(key, "dm-stats")) {
         free(stats_path);
         stats_path = nbdkit_absolute_path(value);
-        return stats_path ? 0 : -1;
+        if (!stats_path)
+            return -1;
+        free(live_path);
+        size_t n = strlen(stats_path) + sizeof ".live";
+        live_path = malloc(n);
+        if (!live_path) {
+            nbdkit_error("devmodel: out of memory");
+            return -1;
+        }
+        snprintf(live_path, n, "%s.live", stats_path);
+        return 0;
     }
     int r = dm_params_set(&params, key + 3, value);
     if (r == -1)
@@ -141,6 +223,7 @@ static int devmodel_prepare(nbdkit_next *next, void *handle, int readonly)
         if (r == 0) {
             model_ready = 1;
             write_stats(); /* zeros: a reader can tell "no flush yet" from "no model" */
+            r = live_open();
         } else
             nbdkit_error("devmodel: cannot set up the model (out of memory?)");
     }
@@ -191,6 +274,7 @@ static int devmodel_pread(nbdkit_next *next, void *handle, void *buf, uint32_t c
     (void)handle;
     pthread_mutex_lock(&lock);
     double end = dm_read(&model, offset, count, mono_us());
+    publish();
     int r = next->pread(next, buf, count, offset, flags, err);
     sleep_until(end, count);
     pthread_mutex_unlock(&lock);
@@ -203,6 +287,7 @@ static int devmodel_pwrite(nbdkit_next *next, void *handle, const void *buf, uin
     (void)handle;
     pthread_mutex_lock(&lock);
     double end = dm_write(&model, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, mono_us());
+    publish();
     int r = next->pwrite(next, buf, count, offset, flags & ~NBDKIT_FLAG_FUA, err); /* as for flush */
     sleep_until(end, count);
     pthread_mutex_unlock(&lock);
@@ -215,6 +300,7 @@ static int devmodel_zero(nbdkit_next *next, void *handle, uint32_t count, uint64
     (void)handle;
     pthread_mutex_lock(&lock);
     double end = dm_write(&model, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, mono_us());
+    publish();
     int r = next->zero(next, count, offset, flags & ~NBDKIT_FLAG_FUA, err);
     sleep_until(end, count);
     pthread_mutex_unlock(&lock);
@@ -232,6 +318,7 @@ static int devmodel_flush(nbdkit_next *next, void *handle, uint32_t flags, int *
     (void)flags;
     (void)err;
     double end = dm_flush(&model, mono_us());
+    publish();
     int r = 0;
     sleep_until(end, 0);
     write_stats();

@@ -319,7 +319,9 @@ double dm_write(struct dm *m, uint64_t off, uint32_t len, int fua, double now_us
 double dm_flush(struct dm *m, double now_us)
 {
     m->st.flushes++;
-    return submit(m, OP_FLUSH, 0, 0, now_us);
+    double end = submit(m, OP_FLUSH, 0, 0, now_us);
+    m->st.flush_us += end - now_us;
+    return end;
 }
 
 int dm_init(struct dm *m, const struct dm_params *p, uint64_t size)

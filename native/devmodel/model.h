@@ -57,6 +57,7 @@ struct dm_stats {
     uint64_t reads, writes, flushes, fua_writes, cache_read_hits;
     uint64_t extents_written; /* extents written out of a cache to media */
     double modelled_us;       /* sum of the service times given */
+    double flush_us;          /* the part of modelled_us that flushes took */
 };
 
 struct dm {
