@@ -393,19 +393,22 @@ def tool_phase(tool: str, name: str | None = None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def worker_sync(measured=lambda phase: True, tool: str = "worker") -> Iterator[dict]:
+def worker_sync(measured=lambda phase: True, tool: str = "worker", on_phase=None) -> Iterator[dict]:
     """Serve the worker's phase handshake while the body runs it; `measured(phase name)`
     tells the phases of the measurement from those that prepare it.
+    `on_phase("begin" | "end", phase name)`, if given, is called at each
+    edge, outside the timed window and outside the monitor's snapshots (its
+    own reading then costs the phase nothing and the monitor sees none of it).
 
     Yields the environment and the fd to pass to the worker (`env`,
-    `pass_fds`); both are empty without an active monitor, and the worker
-    then runs unsynchronised."""
+    `pass_fds`); both are empty without an active monitor or `on_phase`,
+    and the worker then runs unsynchronised."""
     monitor = active()
-    if monitor is None:
+    if monitor is None and on_phase is None:
         yield {}
         return
     ours, theirs = socket.socketpair()
-    server = threading.Thread(target=_serve, args=(monitor, ours, tool, measured), daemon=True)
+    server = threading.Thread(target=_serve, args=(monitor, ours, tool, measured, on_phase), daemon=True)
     server.start()
     try:
         yield {"env": {**os.environ, "BOATLOAD_PHASE_SYNC_FD": str(theirs.fileno())},
@@ -416,7 +419,7 @@ def worker_sync(measured=lambda phase: True, tool: str = "worker") -> Iterator[d
         ours.close()
 
 
-def _serve(monitor: Monitor, sock: socket.socket, tool: str, measured) -> None:
+def _serve(monitor: Monitor | None, sock: socket.socket, tool: str, measured, on_phase=None) -> None:
     """Answer "begin NAME" / "end NAME" lines: a snapshot, then one byte back."""
     stream = sock.makefile("rb")
     phase = None
@@ -424,11 +427,17 @@ def _serve(monitor: Monitor, sock: socket.socket, tool: str, measured) -> None:
         for raw in stream:
             what, _, name = raw.decode().strip().partition(" ")
             if what == "begin":
-                phase = monitor.phase(name, tool, measured(name))
-                phase.__enter__()
-            elif what == "end" and phase is not None:
-                phase.__exit__(None, None, None)
-                phase = None
+                if on_phase is not None:
+                    on_phase("begin", name)
+                if monitor is not None:
+                    phase = monitor.phase(name, tool, measured(name))
+                    phase.__enter__()
+            elif what == "end":
+                if phase is not None:
+                    phase.__exit__(None, None, None)
+                    phase = None
+                if on_phase is not None:
+                    on_phase("end", name)
             sock.sendall(b".")
     except OSError:
         pass

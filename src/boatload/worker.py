@@ -19,13 +19,15 @@ class WorkerError(RuntimeError):
 SETUP_PHASES = {("randio", "prepare")}
 
 
-def run_worker(workload: str, args: list[str], limit=None, setup: bool = False) -> dict:
+def run_worker(workload: str, args: list[str], limit=None, setup: bool = False, on_phase=None) -> dict:
     """Run `boatload-worker WORKLOAD ARGS... --out FILE` and return its document.
 
     `limit` (a boatload.memlimit.Limit) starts the worker inside that memory
     limit. With an active interference monitor, every timed phase of the
     document carries its `interference` record; `setup` says the whole call
-    only prepares the measurement (its phases never count as disturbed). A failed system call
+    only prepares the measurement (its phases never count as disturbed).
+    `on_phase("begin" | "end", phase name)` is called at the edges of every
+    timed phase, outside its timed window (interference.worker_sync). A failed system call
     mid-phase (exit 1) still returns the document, whose `status` and
     `error` say what happened; bad arguments (exit 2), a kill or no document
     at all raise WorkerError with the worker's own line.
@@ -39,7 +41,7 @@ def run_worker(workload: str, args: list[str], limit=None, setup: bool = False) 
         def measured(phase: str) -> bool:
             return not setup and (workload, phase) not in SETUP_PHASES
 
-        with interference.worker_sync(measured) as sync:
+        with interference.worker_sync(measured, on_phase=on_phase) as sync:
             proc = start(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, **sync)
         if proc.returncode == 2 or not out.exists():
             how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"

@@ -26,6 +26,11 @@ provisioned by boatload.targets and passed through untouched here:
 
 Without root nothing is measured (the job is recorded as skipped with the
 reason): log placement and flushes mean nothing on a plain directory.
+
+On a modelled target (`model:`, `log: {model:}`) each phase also records
+what reached the model during it (boatload.devmodel.phasecounts: flushes,
+FUA writes, writes, reads, the modelled time and the flushes' part of it),
+for the array and for a modelled log, to explain a ratio on the model.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from __future__ import annotations
 import polars as pl
 
 from boatload import capacity
+from boatload.devmodel import phasecounts
 from boatload.devmodel.presets import log_hardware
 from boatload.runner import run_job
 from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
@@ -80,6 +86,8 @@ def _phase_result(ph: dict, label: str) -> dict:
         "p99_us": lat.get("p99"),
         "cpu_user_s": ph["cpu_user_s"],
         "cpu_sys_s": ph["cpu_sys_s"],
+        # what reached each modelled device during the phase (None when not modelled)
+        **{dev: (ph.get("model_counts") or {}).get(dev) for dev in phasecounts.DEVICES},
     }
 
 
@@ -88,10 +96,13 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
     root = provisioned.path / "journal"
     root.mkdir()
     base = {"files": job["files"], "file_size": job["file_size"], "dirs": job["dirs"]}
+    counts = phasecounts.PhaseCounts.of(provisioned.provenance)
     try:
-        doc = run_worker("meta", worker_args(root, job))
+        doc = run_worker("meta", worker_args(root, job), on_phase=counts)
     except WorkerError as exc:
         return {**base, "status": "error", "reason": str(exc), "phases": [], "worker_result": None}
+    if counts is not None:
+        phasecounts.attach(doc, counts.phases())
     labels = {(name, order): label for name, order, label in PHASES}
     phases = [_phase_result(ph, labels.get((ph["name"], ph.get("order")), ph["name"])) for ph in doc["phases"]]
     reason = failure(doc)
@@ -160,7 +171,23 @@ COLUMNS = {
     "p99_us": pl.Float64,
     "cpu_user_s": pl.Float64,
     "cpu_sys_s": pl.Float64,
+    # what reached the modelled array (model_) and a modelled log (log_model_)
+    # during the phase; null on this machine's hardware
+    **{f"{dev}_{k}": t for dev in phasecounts.DEVICES for k, t in (
+        ("flushes", pl.Int64), ("fua_writes", pl.Int64), ("writes", pl.Int64),
+        ("ms", pl.Float64), ("flush_ms", pl.Float64))},
 }
+
+
+def model_columns(p: dict) -> dict:
+    """A phase's model counts as table columns (null where a device is not modelled)."""
+    out = {}
+    for dev in phasecounts.DEVICES:
+        d = p.get(dev) or {}
+        out |= {f"{dev}_flushes": d.get("flushes"), f"{dev}_fua_writes": d.get("fua_writes"),
+                f"{dev}_writes": d.get("writes"), f"{dev}_ms": d.get("modelled_ms"),
+                f"{dev}_flush_ms": d.get("flush_ms")}
+    return out
 
 
 def rows(doc: dict) -> list[dict]:
@@ -196,6 +223,7 @@ def rows(doc: dict) -> list[dict]:
             "p99_us": p.get("p99_us"),
             "cpu_user_s": p.get("cpu_user_s"),
             "cpu_sys_s": p.get("cpu_sys_s"),
+            **model_columns(p),
         })
     return out
 
