@@ -199,6 +199,38 @@ def test_summary(run, fixture_runs):
     assert s["original"]["missing"] == [{"config": "internal_barrier", "phase": "sequential_delete"}]
 
 
+def test_model_reached(run, fixture_runs):
+    """Per modelled target and phase, the summary's counts are the medians of
+    the fixture's runs, and the flushes' share is the median of each run's
+    flush time (array and log) over its seconds."""
+    s = summary_of(run["results"])
+    got = {(e["target"], e["phase"]): e for e in s["model_reached"]}
+    runs = measured(fixture_runs).filter(pl.col("model_flushes").is_not_null())
+    assert set(got) == set(runs.select("target", "phase").unique().iter_rows())
+    assert {t for t, _ in got} == set(FX.MODELLED)
+    for (target, phase), e in got.items():
+        mine = runs.filter((pl.col("target") == target) & (pl.col("phase") == phase))
+        assert e["reps"] == mine.height
+        for c in ("model_flushes", "model_writes", "model_ms", "model_flush_ms", "log_model_flushes", "log_model_flush_ms"):
+            values = sorted(v for v in mine[c].to_list() if v is not None)
+            want = None if not values else (values[(len(values) - 1) // 2] + values[len(values) // 2]) / 2
+            assert e[c] == pytest.approx(want), (target, phase, c)
+        shares = sorted(((r["model_flush_ms"] or 0) + (r["log_model_flush_ms"] or 0)) / 1000 / r["seconds"]
+                        for r in mine.iter_rows(named=True))
+        share = (shares[(len(shares) - 1) // 2] + shares[len(shares) // 2]) / 2
+        assert e["flush_share"] == pytest.approx(share)
+        # a share of 1 or more (write-back served after the phase) bounds nothing
+        assert e["flush_bound"] == (pytest.approx(1 / (1 - share)) if share < 1 else None)
+    # the fixture: the array with flushes honoured got 2, 0, 1, 2, 0 flushes of 40 ms over its creates; the
+    # write-through array none; the SSD log's flushes reached the log, not the array
+    create = got[("xfs-raid-log-internal", "sequential_create")]
+    assert (create["model_flushes"], create["model_flush_ms"], create["seconds"]) == (1, 40.0, pytest.approx(2.0))
+    assert got[("xfs-raid-log-internal-noflush", "sequential_create")]["model_flushes"] == 0
+    ssd = got[("xfs-raid-log-ssd", "sequential_create")]
+    assert ssd["model_flushes"] == 0 and ssd["log_model_flushes"] == 1 and ssd["log_hardware"] == "ssd-2008"
+    assert create["log_model_flushes"] is None
+
+
 def test_all_skipped(skipped):
     results = skipped["results"]
     table = (results / "tables" / f"{STUDY}.csv").read_text().splitlines()
@@ -235,6 +267,9 @@ def test_paper_section(run, tmp_path):
     assert "on modelled raid-hdd, log on modelled ssd-2008" in text
     modelled = text[text.index("On the modelled hardware."):]
     assert modelled.index("16.0× (95% CI") < modelled.index("24.4×") < modelled.index("10.0× (95% CI") < modelled.index("12.2×")
+    # what reached the model over the create: the fixture's median flush and its 40 ms (2 % of about 2 s)
+    assert "received 1 flush taking 40.0 ms of modelled time, 2.0 % of the phase’s 2.00 s" in " ".join(modelled.split())
+    assert "the log on the modelled ssd-2008 received 1 flush and 2 writes" in " ".join(modelled.split())
     # the threats section says what a model can stand for
     assert "Modelled hardware. 6 claims (6 of journal on raid-hdd)" in text
     assert "whether the original’s effect follows from hardware of that kind on today’s kernel" in text
