@@ -234,9 +234,12 @@ def test_real_data(data, tmp_path):
     assert s["counts"]["groups_measured"] == groups
     ours = [r for r in figure_rows(out["results"], "rates") if r.get("source") == "measured" and "ops_per_s" in r]
     assert len(ours) == groups
-    hardware = runs.filter(pl.col("filesystem") == "ext3")["hardware"] if "hardware" in runs.columns else []
-    models = set(hardware) - {"this machine", None}
-    assert len(s["verdicts"]) == 5 + 4 * len(models)  # the four claims about ext3 again on each model
+    def models(fs):
+        return set(runs.filter(pl.col("filesystem") == fs)["hardware"] if "hardware" in runs.columns else []) - {
+            "this machine", None}
+    # on each model all five claims again where tmpfs swapped to it, else the four about ext3
+    again = sum(5 if m in models("tmpfs") else 4 for m in models("ext3") | models("tmpfs"))
+    assert len(s["verdicts"]) == 5 + again
 
 
 def test_ext3_on_a_modelled_disk_gives_its_claims_again(fixture_runs, tmp_path):
@@ -247,8 +250,12 @@ def test_ext3_on_a_modelled_disk_gives_its_claims_again(fixture_runs, tmp_path):
         pl.lit("ext3-hdd").alias("target"), pl.lit("hdd-7200").alias("hardware"))
     data = tmp_path / "modelled.parquet"
     pl.concat([fixture_runs, modelled]).write_parquet(data)
-    s = summary_of(FX.run_notebook(tmp_path, REPO, data=data)["results"])
+    out = FX.run_notebook(tmp_path, REPO, data=data)
+    s = summary_of(out["results"])
     ours, model = s["verdicts"][:5], s["verdicts"][5:]
+    # tmpfs did not swap to the model: the paper says its claims pair two disks
+    text = " ".join(pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", out["results"])).split())
+    assert "compare a disk of 2008 with this machine" in text and "tmpfs swapping to" not in text
     assert [v["verdict"] for v in ours] == FX.EXPECTED and {v["hardware"] for v in ours} == {"this machine"}
     assert len(model) == 4
     for v in model:
@@ -257,6 +264,37 @@ def test_ext3_on_a_modelled_disk_gives_its_claims_again(fixture_runs, tmp_path):
         # the same runs under another name: the same ratio as this machine's claim
         twin = next(t for t in ours if t["claim"].rsplit(", on ", 1)[0] == v["claim"].rsplit(", on ", 1)[0])
         assert v["ours"] == pytest.approx(twin["ours"]) and v["verdict"] == twin["verdict"]
+
+
+def test_ext3_and_tmpfs_on_one_modelled_disk_pair_with_each_other(fixture_runs, tmp_path):
+    """With tmpfs swapping to the same model as ext3 (tmpfs-hdd beside ext3-hdd),
+    all five claims come again on the model, each side on it: ext3 on the disk
+    against tmpfs swapping to it, never against this machine's tmpfs."""
+    on_model = [fixture_runs.filter(pl.col("target") == t).with_columns(
+        pl.lit(f"{t}-hdd").alias("target"), pl.lit("hdd-7200").alias("hardware")) for t in ("ext3", "tmpfs")]
+    data = tmp_path / "modelled.parquet"
+    pl.concat([fixture_runs, *on_model]).write_parquet(data)
+    out = FX.run_notebook(tmp_path, REPO, data=data)
+    s = summary_of(out["results"])
+    ours, model = s["verdicts"][:5], s["verdicts"][5:]
+    assert len(model) == 5 and {v["hardware"] for v in model} == {"hdd-7200"}
+    for v in model:
+        sides = (v["numerator"]["filesystem"], v["denominator"]["filesystem"])
+        assert all(side.endswith(" on hdd-7200") for side in sides), sides
+        twin = next(t for t in ours if t["claim"].rsplit(", on ", 1)[0] == v["claim"].rsplit(", on ", 1)[0])
+        assert v["ours"] == pytest.approx(twin["ours"]) and v["verdict"] == twin["verdict"]
+    targets = {m["target"]: m for m in s["modelled_targets"]}
+    assert set(targets) == {"ext3-hdd", "tmpfs-hdd"} and all(m["partner_on_model"] for m in targets.values())
+    assert (targets["tmpfs-hdd"]["fs"], targets["ext3-hdd"]["fs"]) == ("tmpfs", "ext3")
+    # each read rate beside the original's of its own file system
+    beyond = [r for r in targets["tmpfs-hdd"]["reads"] if r["label"] == "beyond RAM"]
+    pub = {(r["filesystem"], r["working_set"], r["test"]): r["ops_per_s"] for r in s["original"]["table"]}
+    assert beyond and all(r["original"] == pub[("tmpfs", "beyond RAM", r["test"])] for r in beyond)
+    # the paper says where each side ran, and that the pairing is the original's
+    text = " ".join(pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", out["results"])).split())
+    assert "tmpfs-hdd is tmpfs swapping to the modelled hdd-7200" in text
+    assert "pair ext3 on the disk with tmpfs swapping to the same disk" in text
+    assert "not on the model" not in text and "compare a disk of 2008 with this machine" not in text
 
 
 def test_worker_and_bonnie_paired_within_each_job(run, fixture_runs):

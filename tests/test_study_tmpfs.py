@@ -300,3 +300,28 @@ def test_an_oom_kill_with_swap_room_is_run_again_and_kept(study_scratch, monkeyp
         assert "OOM event(s)" in gave_up["reason"]
     assert r["memory"]["oom_events"] >= 1 and r["memory_limit"]["cgroup_swappiness"] == 0
     assert f"run again after {tmpfs.RECLAIM_ATTEMPTS - 1} OOM kill(s) with swap room" in tmpfs.summary(doc)
+
+
+@root
+@pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="a modelled disk needs /dev/fuse")
+def test_tmpfs_beyond_the_limit_swaps_to_its_modelled_disk(study_scratch):
+    """The quick config's tmpfs-hdd, with files of up to 1 MB (a fifth as many):
+    its memory limit's swap file is on the modelled disk, the pages beyond the
+    limit went there and came back from it (the model counts the reads)."""
+    cfg = config("config.yaml")
+    cfg["studies"]["tmpfs"]["size_max"] = 1_000_000
+    job = next(j for j in tmpfs.jobs(cfg) if j["target"]["name"] == "tmpfs-hdd" and j["working_set"] > 1)
+    doc = tmpfs.run(job)
+    r = doc["result"]
+    assert r["status"] == "ok", r["reason"]
+    worker = r["tools"]["worker"]
+    swap_file = worker["memory_limit"]["swap_file"]
+    assert r["swap_on"] and swap_file.startswith(r["swap_on"] + "/swap/")
+    assert worker["memory_limit"]["swap_backing_fs"] == "ext2/ext3"  # statfs: the ext family shares one magic
+    assert worker["memory"]["swap_used_mb"] > 0.2 * job["memory_limit_mb"]
+    model = doc["target_provenance"]["model"]
+    at_attach, final = model["counts_at_attach"], model["counts"]
+    # what was swapped out was read back through the model: its reads beyond the
+    # attach's and the ext4's mount at least one per swapped MiB
+    assert final["reads"] - at_attach["reads"] >= worker["memory"]["swap_used_mb"], (at_attach, final)
+    assert {row["hardware"] for row in tmpfs.rows(doc)} == {"hdd-7200"}

@@ -73,6 +73,13 @@ the disk, as tmpfs's are from swap on the same disk. On one quick-scale run
 files/s. Where the loop driver refuses direct I/O, the run goes on without
 it and the rows say so (`loop_direct_io` false, and the reason).
 
+**On a modelled disk.** A tmpfs target with `model:` swaps to that disk
+(boatload.targets.tmpfs): each run's memory limit makes its swap file on the
+target's `swap_dir` (`swap_on` in the result), so beyond the limit tmpfs
+pages go to and come back from the model, as ext3's blocks do on an ext3
+target with the same model: both sides of a claim on one disk, as in the
+original.
+
 Without root nothing is measured: the job is recorded as skipped with the reason.
 """
 
@@ -307,13 +314,16 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
         base["loop_direct_io"], base["loop_direct_io_note"] = set_loop_direct_io(provisioned)
     elif provisioned.provenance.get("loop_device"):
         base["loop_direct_io"] = False
-    for position, tool, result in adjacent.one_by_one(root, job["tools"], lambda d, tool: _measure_tool(d, job, tool)):
+    swap_on = provisioned.provenance.get("swap_dir")  # a modelled tmpfs's swap disk
+    base["swap_on"] = swap_on
+    for position, tool, result in adjacent.one_by_one(root, job["tools"],
+                                                      lambda d, tool: _measure_tool(d, job, tool, swap_on)):
         base["tools"][tool] = {**result, "position": position}
     failed = next((r for r in base["tools"].values() if r["status"] != "ok"), None)
     return {**base, "status": failed["status"] if failed else "ok", "reason": failed["reason"] if failed else None}
 
 
-def _measure_tool(d: Path, job: dict, tool: str) -> dict:
+def _measure_tool(d: Path, job: dict, tool: str, swap_on: str | None) -> dict:
     """One tool's six tests in `d`, in a fresh memory limit, run again (in a
     fresh limit) while the kernel's reclaim gives up with swap to spare."""
     base = {"tool": TOOLS[tool], "files": tool_files(job, tool), "tests": [], "memory": None, "memory_limit": None,
@@ -326,7 +336,7 @@ def _measure_tool(d: Path, job: dict, tool: str) -> dict:
             shutil.rmtree(d)
             d.mkdir()
         try:
-            status, reason, found, raw = _measure_once(d, job, tool)
+            status, reason, found, raw = _measure_once(d, job, tool, swap_on)
         except memlimit.MemoryLimitError as exc:
             return {**base, "status": "error", "reason": f"memory limit: {exc}", "reclaim_gave_up": given_up}
         memory = {**memory_stats(raw), "raw": raw}
@@ -353,10 +363,11 @@ def reclaim_gave_up(memory: dict, swap_mb: int) -> bool:
     return bool(memory["oom_events"]) and used is not None and used <= 0.9 * swap_mb
 
 
-def _measure_once(root: Path, job: dict, tool: str) -> tuple[str, str | None, dict, dict]:
+def _measure_once(root: Path, job: dict, tool: str, swap_on: str | None) -> tuple[str, str | None, dict, dict]:
     """One run in a fresh memory limit: status, reason, the result's parts, the cgroup's stats."""
     status, reason, found = "ok", None, {}
-    with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch_dir()) as limit:
+    swap_home = Path(swap_on) if swap_on else None
+    with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch_dir(), swap_on=swap_home) as limit:
         try:
             if tool == "worker":
                 doc = run_worker("meta", worker_args(root, job), limit=limit)
