@@ -4,6 +4,7 @@ import contextlib
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -53,18 +54,30 @@ def start_job(tmp_path: Path, worker: Path, job: dict, cpus: str | None = None) 
 
 
 def start_hog(tmp_path: Path, core: int | None = None, seconds: float | None = None,
-              realtime: bool = False) -> subprocess.Popen:
+              realtime: bool = False, after: float | None = None) -> subprocess.Popen:
     """A busy loop under a name of its own (comm comes from the executable's file name),
     pinned to `core` if given, for `seconds` if given, at real-time priority 1 if
-    asked (the kernel keeps 5 % of the core for the others), in a session of its own."""
+    asked (the kernel keeps 5 % of the core for the others), in a session of its own.
+
+    `after` (real-time only): start now, sleep that long, then burn, so that the
+    burst begins on time however little CPU the caller gets meanwhile (beside a
+    shielded run a test process at the normal weight can wait a second for its
+    turn, and a burst it started late would miss the phase)."""
     hog = tmp_path / "cpuhog"
     if not hog.exists():
         hog.symlink_to("/bin/sh")
     timed = ["timeout", str(seconds)] if seconds else []  # not pinned nor real-time: it must get to run
     pinned = ["taskset", "-c", str(core)] if core is not None else []
     rt = ["chrt", "-f", "1"] if realtime else []
-    proc = subprocess.Popen([*timed, *pinned, *rt, str(hog), "-c", "while :; do :; done"], start_new_session=True)
-    return proc
+    loop = [str(hog), "-c", "while :; do :; done"]
+    if after is not None:
+        assert realtime and seconds, "a delayed burst wakes on time only at a real-time priority"
+        # real-time from the start: the sleeper, then timeout one priority above the loop
+        # (unpinned), so that it preempts the loop when the time is up
+        burst = shlex.join([*timed, *pinned, *rt, *loop])
+        return subprocess.Popen(["chrt", "-f", "2", "sh", "-c", f"sleep {after}; exec {burst}"],
+                                start_new_session=True)
+    return subprocess.Popen([*timed, *pinned, *rt, *loop], start_new_session=True)
 
 
 def cpu_ticks(pid: int) -> int:
@@ -138,8 +151,10 @@ def test_a_burst_inside_a_phase_is_passing_and_the_redo_is_quiet_of_it(tmp_path,
         for line in proc.stderr:
             said.append(line)
             if line.startswith("measuring") and not hogs:
-                time.sleep(1.0)  # the I/O phase starts about 0.35 s after this line, after the window before it
-                hogs = [start_hog(tmp_path, sorted(os.sched_getaffinity(0))[-1], seconds=0.8, realtime=True)]
+                # the I/O phase starts about 0.35 s after this line, after the window before it: the
+                # burst 1.0 s after it, timed by the hog itself
+                hogs = [start_hog(tmp_path, sorted(os.sched_getaffinity(0))[-1], seconds=0.8, realtime=True,
+                                  after=1.0)]
         out, _ = proc.communicate(timeout=120)
     finally:
         stop(*hogs)

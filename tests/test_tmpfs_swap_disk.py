@@ -86,7 +86,10 @@ HOLD = textwrap.dedent(
     scratch = Path(sys.argv[1])
     spec = parse_target("held", {"kind": "tmpfs", "size_mb": 64, "model": "hdd-7200"})
     with provision(spec, scratch) as t:
-        with memory_limit(32, 16, scratch, swap_on=Path(t.provenance["swap_dir"])) as lim:
+        # 1 MiB of swap: the highest-priority swap on the machine takes other processes'
+        # pages too under global reclaim, and swapoff reads each back from the model
+        # (about 13 ms a page on hdd-7200): at most 256 pages here
+        with memory_limit(32, 1, scratch, swap_on=Path(t.provenance["swap_dir"])) as lim:
             print(lim.provenance["swap_file"], flush=True)
             time.sleep(120)
     """

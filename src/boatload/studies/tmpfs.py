@@ -78,7 +78,10 @@ it and the rows say so (`loop_direct_io` false, and the reason).
 target's `swap_dir` (`swap_on` in the result), so beyond the limit tmpfs
 pages go to and come back from the model, as ext3's blocks do on an ext3
 target with the same model: both sides of a claim on one disk, as in the
-original.
+original. While a run holds it, that swap file is the machine's
+highest-priority swap, so under memory pressure of its own the host may
+page other processes out to it too, and swapoff reads them back at the
+model's pace.
 
 Without root nothing is measured: the job is recorded as skipped with the reason.
 """
