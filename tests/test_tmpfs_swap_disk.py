@@ -105,11 +105,27 @@ def _held(scratch: Path) -> tuple[subprocess.Popen, str]:
     return p, swap
 
 
+def _where(pid: int) -> str:
+    """What a process that does not end is doing: its own and its children's
+    command and kernel wait channel, and the machine's swaps."""
+    out = []
+    for q in [pid, *map(int, Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]:
+        try:
+            cmd = Path(f"/proc/{q}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:120]
+            out.append(f"{q} {Path(f'/proc/{q}/wchan').read_text()} {cmd}")
+        except OSError:
+            pass
+    return "; ".join(out) + " | " + " ".join(Path("/proc/swaps").read_text().split())
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_leaves_no_swap_and_no_stack(scratch, sig):
     p, _ = _held(scratch)
     p.send_signal(sig)
-    p.wait(60)
+    try:
+        p.wait(60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"still running 60 s after {signal.Signals(sig).name}: {_where(p.pid)}")
     assert wait_clean(scratch) == {} and swaps_under(scratch) == []
 
 
