@@ -151,9 +151,11 @@ def test_nbdkit_dying_mid_run_is_one_line_naming_it(tmp_path, scratch):
 
 HOLD = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
     from boatload.devmodel import presets
+    # SIGINT as a terminal process has it, even when the tests run in a background job
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from boatload.devmodel.device import modelled_image
     with modelled_image(None, 32, presets.resolve("hdd-7200", "m"), scratch=Path(sys.argv[1]), name="held") as st:
         print(st.device, flush=True)

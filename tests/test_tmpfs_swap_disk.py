@@ -78,9 +78,11 @@ def test_a_swap_dir_that_is_not_a_targets_mount_is_refused(scratch, tmp_path):
 
 HOLD = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
     from pathlib import Path
     from boatload.memlimit import memory_limit
+    # SIGINT as a terminal process has it, even when the tests run in a background job
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from boatload.targets import provision
     from boatload.targetspec import parse_target
     scratch = Path(sys.argv[1])
