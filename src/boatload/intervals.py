@@ -29,7 +29,7 @@ import numpy as np
 
 __all__ = [
     "RatioInterval", "mann_whitney_rank", "median_interval", "ratio_ci", "ratio_interval", "runs_for_interval",
-    "runs_to_decide_equivalence", "runs_to_settle", "simulated_coverage",
+    "runs_to_decide_equivalence", "runs_to_exclude", "runs_to_settle", "simulated_coverage",
 ]
 
 #: the power the runs_to_settle calculation aims at
@@ -172,19 +172,27 @@ def _runs_for_distance(quantile: float, power: float, log_sd: float, distance: f
     return max(math.ceil(n), least)
 
 
+def runs_to_exclude(ratio: float, boundary: float, log_sd: float | None, level: float,
+                    power: float = POWER) -> int | None:
+    """Runs per side at which a true ratio of `ratio` (spread `log_sd` per run
+    on the log scale) would give an interval at `level` that excludes
+    `boundary` with probability `power`: the normal-theory sample size for
+    two means, 2 (z_(1-a/2) + z_power)^2 sd^2 / d^2 with d the log distance
+    from the ratio to the boundary, divided by the Mann-Whitney efficiency
+    3/pi, and no fewer than an interval at `level` needs. None when the
+    spread is unknown or the ratio sits on the boundary."""
+    if log_sd is None or ratio <= 0.0 or boundary <= 0.0:
+        return None
+    distance = abs(math.log(ratio) - math.log(boundary))
+    if distance == 0.0:
+        return None
+    return _runs_for_distance(1.0 - (1.0 - level) / 2.0, power, log_sd, distance, runs_for_interval(level))
+
+
 def runs_to_settle(ratio: float, log_sd: float | None, level: float, power: float = POWER) -> int | None:
-    """Runs per side at which an effect of `ratio` (on the log scale, spread
-    `log_sd` per run) would exclude no effect at `level` with probability
-    `power`: the normal-theory sample size for two means,
-    2 (z_(1-a/2) + z_power)^2 sd^2 / d^2, divided by the Mann-Whitney
-    efficiency 3/pi, and no fewer than an interval at `level` needs.
-    None when the spread is unknown or the observed effect is nil."""
-    if log_sd is None or ratio <= 0.0:
-        return None
-    effect = abs(math.log(ratio))
-    if effect == 0.0:
-        return None
-    return _runs_for_distance(1.0 - (1.0 - level) / 2.0, power, log_sd, effect, runs_for_interval(level))
+    """Runs per side at which an effect of `ratio` would exclude no effect
+    (a ratio of 1) at `level` with probability `power` (:func:`runs_to_exclude`)."""
+    return runs_to_exclude(ratio, 1.0, log_sd, level, power)
 
 
 def simulated_coverage(m: int, n: int, level: float = 0.95, draws: int = 2000, true_ratio: float = 1.7,

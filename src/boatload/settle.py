@@ -25,9 +25,8 @@ from boatload.reproduce import ANALYSIS_ESTIMATE_S, main as reproduce
 from boatload.sequential import Design
 from boatload.studies import study
 from boatload.system import hostname
-from boatload.verdict import INCONCLUSIVE, NOT_TESTED, TOO_FEW, Rule
+from boatload.verdict import NOT_TESTED, OPEN, Rule
 
-OPEN = (INCONCLUSIVE, TOO_FEW)
 DEFAULT_LOOKS = 3
 
 
