@@ -56,7 +56,7 @@ def test_what_the_quick_runs_need():
     assert external.shm_bytes == 128 << 20 and "xfs_info" in external.tools
     assert runs[("forest", "tmpfs", "touch-each", 1)].tools == {"mount", "umount", "touch"}
     assert runs[("forest", "ext4", "tar", 1)].scratch_bytes == (2048 << 20) + 1024 * 1000
-    assert "fio" in runs[("filecount", "xfs", "k03-direct", 1)].tools
+    assert "fio" in runs[("filecount", "xfs", "k04-direct", 1)].tools
     assert runs[("degradation", "ext4", "stages", 1)].memory_limit_mb == 256
 
 

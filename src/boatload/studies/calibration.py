@@ -9,7 +9,7 @@ Two kinds of pair, each point measured `repetitions` times like a study's:
   (the forest study's workload) and its meta create, open and stat of small
   files (the journal study's) on a target with an external log. A claim of
   no difference must come out equivalent or inconclusive; a claim that `a` is
-  twice as fast must never come out reproduced.
+  three times as fast must never come out reproduced.
 - a known effect: 4 KiB O_DIRECT random reads (the worker's randio, one
   thread, one file) on a modelled disk and on the same model with some
   parameters changed (`model_changed`, e.g. seek and rotation twice as slow).
@@ -76,12 +76,13 @@ def jobs(config: dict) -> list[dict]:
     return out
 
 
-def predicted_read_us(target: dict, file_mb: int) -> float:
+def predicted_read_us(target: dict, file_mb: int, stack_us: float = 0.0) -> float:
     """The model's own mean service time of a 4 KiB random read over a file of
-    `file_mb` on this target (the file's share of the device as the span)."""
+    `file_mb` on this target (the file's share of the device as the span),
+    plus the stack's own cost per request as measured when it was attached."""
     params = resolve(target["model"], f"targets.{target['name']}.model")
     size = int(target["size_mb"]) * (1 << 20)
-    return native.expect_random_read_us(params, size, span=file_mb / target["size_mb"], length=XFER)
+    return native.expect_random_read_us(params, size, span=file_mb / target["size_mb"], length=XFER) + stack_us
 
 
 def _tree(root: Path, job: dict) -> dict:
@@ -96,7 +97,7 @@ def _meta(root: Path, job: dict) -> dict:
     return _result(doc, "create")
 
 
-def _randio(root: Path, job: dict) -> dict:
+def _randio(root: Path, job: dict, stack_us: float) -> dict:
     common = ["--dir", str(root), "--files", "1", "--file-size", f"{job['file_mb']}M", "--threads", "1",
               "--seed", str(job["seed"])]
     prep = run_worker("randio", [*common, "--prepare"], setup=True)
@@ -113,7 +114,7 @@ def _randio(root: Path, job: dict) -> dict:
                                 "--duration", f"{job['duration_s']:g}"])
     out = _result(doc, "io")
     if out["status"] == "ok":
-        out["predicted_read_us"] = predicted_read_us(job["target"], job["file_mb"])
+        out["predicted_read_us"] = predicted_read_us(job["target"], job["file_mb"], stack_us)
         out["lat_mean_us"] = phase(doc, "io")["latency_us"]["mean"]
     return out
 
@@ -129,7 +130,10 @@ def _result(doc: dict, name: str) -> dict:
 def measure(provisioned, job: dict) -> dict:
     root = provisioned.path / "calibration"
     root.mkdir()
-    return {"tree": _tree, "meta": _meta, "randio": _randio}[job["kind"]](root, job)
+    if job["kind"] == "randio":
+        cost = (provisioned.provenance.get("model") or {}).get("stack_cost_us") or {}
+        return _randio(root, job, float(cost.get("stack_us") or 0.0))
+    return {"tree": _tree, "meta": _meta}[job["kind"]](root, job)
 
 
 def run(job: dict) -> dict:
