@@ -216,3 +216,34 @@ def test_the_method_states_the_chance_of_a_false_slower(tmp_path, docs):
     assert doc["chance_slower_at_most"] == pytest.approx(0.025 * n)
     assert f"of these {n} points" in doc["method"] and "Student t interval over points" in doc["method"]
     assert math.isclose(doc["tost_level"], 0.9)
+
+
+def test_the_fleet_compares_each_host_with_the_first_by_the_same_code(tmp_path, docs):
+    from boatload.fleet import measured_against_first
+
+    root = tmp_path / "runs"
+    write_set(root / "node1", docs)
+    write_set(root / "node2", docs, {"xfs": 0.5})
+    got = measured_against_first(["node1", "node2", "node3"], root)
+    assert got["node3"] is None  # no tables: nothing to compare
+    direct = build(open_set("node1", root), open_set("node2", root), Settings())
+    assert got["node2"]["counts"] == direct["counts"] and got["node2"]["counts"][SLOWER] > 0
+    assert {p["target"] for p in got["node2"]["slower"]} == {"xfs"}
+
+
+def test_bench_verdicts_compares_the_rates_by_the_same_code(tmp_path, docs, capsys):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import verdicts as bv
+
+    for side, scale in (("a", None), ("b", {"xfs": 0.5})):
+        write_set(tmp_path / side / "data" / "runs" / f"host-{side}", docs, scale)
+        results = tmp_path / side / "results"
+        (results / "tables").mkdir(parents=True)
+        (results / "provenance.json").write_text(json.dumps({"host": f"host-{side}"}))
+        (results / "tables" / "filecount-summary.json").write_text(
+            json.dumps({"verdicts": [{"claim": "k files", "verdict": "reproduced", "ours": 1.0}]}))
+    assert bv.main([str(tmp_path / "a" / "results"), str(tmp_path / "b" / "results"), "--rates"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 1 claims agree" in out
+    slower = [line for line in out.splitlines() if line.startswith("slower ")]
+    assert slower and all(" xfs: " in line for line in slower)

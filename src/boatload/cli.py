@@ -186,7 +186,8 @@ def _cmd_fleet(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from boatload.compare_report import run, settings_from, terminal
+    from boatload.compare_page import run
+    from boatload.compare_report import settings_from, terminal
     from boatload.compare_sets import SetError
 
     try:

@@ -6,14 +6,21 @@ the method. No scripts, no external URLs."""
 
 from __future__ import annotations
 
+import html
+import json
+from pathlib import Path
+
 import altair as alt
 import vl_convert
 
 from boatload import plotting  # noqa: F401  (registers the boatload theme)
-from boatload.blog import CSS, _esc, fmt_number
-from boatload.compare import FASTER, INCONCLUSIVE, SAME, SLOWER
+from boatload.blog import CSS, fmt_number
+from boatload.compare import FASTER, INCONCLUSIVE, SAME, SLOWER, Settings
+from boatload.compare_report import build
+from boatload.compare_sets import open_set
+from boatload.results import write_atomic
 
-__all__ = ["COLOURS", "figure_svg", "page"]
+__all__ = ["COLOURS", "figure_svg", "page", "run"]
 
 COLOURS = {SLOWER: "#b2182b", INCONCLUSIVE: "#b35806", SAME: "#555555", FASTER: "#1b7837"}
 
@@ -26,6 +33,10 @@ td.fact { overflow-wrap: anywhere; word-break: break-word; }
 table.facts { table-layout: fixed; width: 100%; }
 table.facts th:first-child { width: 30%; }
 """.strip()
+
+
+def _esc(x) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
 
 
 def _num(x) -> str:
@@ -143,3 +154,11 @@ def page(doc: dict) -> str:
         f"<h2>How the verdicts are made</h2>\n<p>{_esc(doc['method'])}</p>\n"
         "</body>\n</html>\n"
     )
+
+
+def run(a: str, b: str, out: Path, s: Settings, runs_root: Path = Path("data/runs")) -> dict:
+    """Read both sets, compare, write `out`/compare.json and compare.html; the document."""
+    doc = build(open_set(a, runs_root, "A"), open_set(b, runs_root, "B"), s)
+    write_atomic(Path(out) / "compare.json", json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    write_atomic(Path(out) / "compare.html", page(doc))
+    return doc

@@ -1,5 +1,6 @@
 """`boatload compare A B`: did B's runs come out faster, slower or the same
-as A's, point by point; the terminal table, compare.json and the HTML page.
+as A's, point by point; the comparison's document (compare.json) and its
+terminal table. (The page and the command's writing: boatload.compare_page.)
 
     boatload compare data/runs/before data/runs/after --out results/compare [--fail-on slower]
 """
@@ -15,7 +16,7 @@ from boatload.compare_sets import ResultSet, diff_facts, facts, open_set
 from boatload.intervals import runs_for_interval
 from boatload.studies import registry
 
-__all__ = ["build", "method_text", "run", "settings_from", "terminal"]
+__all__ = ["build", "method_text", "settings_from", "terminal"]
 
 
 def settings_from(margin: float | None, level: float | None, configfile: Path | None) -> Settings:
@@ -137,13 +138,3 @@ def terminal(doc: dict, width: int = 100) -> str:
                  f"{doc['chance_slower_at_most']:.2g} slower among points that did not change")
     return "\n".join(lines)
 
-
-def run(a: str, b: str, out: Path, s: Settings, runs_root: Path = Path("data/runs")) -> dict:
-    """Read both sets, compare, write `out`/compare.json and compare.html; the document."""
-    from boatload.compare_page import page
-    from boatload.results import write_atomic
-
-    doc = build(open_set(a, runs_root, "A"), open_set(b, runs_root, "B"), s)
-    write_atomic(Path(out) / "compare.json", json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
-    write_atomic(Path(out) / "compare.html", page(doc))
-    return doc
