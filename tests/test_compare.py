@@ -195,7 +195,9 @@ def test_bad_input_is_one_line_naming_the_argument(tmp_path, docs, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("boatload compare: B: ") and "\n" not in err
     assert _cli(tmp_path, a, a, "--margin", "0.9") == 2
-    assert "compare.margin" in capsys.readouterr().err
+    assert "boatload compare: --margin: must be above 1" in capsys.readouterr().err
+    assert _cli(tmp_path, a, a, "--level", "1.5") == 2
+    assert "boatload compare: --level: " in capsys.readouterr().err
     with pytest.raises(SetError, match="^A: "):
         open_set(str(tmp_path / "empty"))
     assert not (tmp_path / "out" / "compare.json").exists()  # nothing written before the inputs are checked

@@ -31,8 +31,14 @@ def settings_from(margin: float | None, level: float | None, configfile: Path | 
 
         config = load(Path(configfile))
     default = schema()["properties"]["compare"]["properties"]["margin"]["default"]
-    return Settings(margin=margin if margin is not None else (config.get("compare") or {}).get("margin", default),
-                    level=level if level is not None else Rule().level)
+    try:
+        return Settings(margin=margin if margin is not None else (config.get("compare") or {}).get("margin", default),
+                        level=level if level is not None else Rule().level)
+    except ValueError as exc:  # an argument's error names the argument, the config's its field
+        text = str(exc)
+        if margin is not None:
+            text = text.replace("compare.margin:", "--margin:")
+        raise ValueError(text.replace("level:", "--level:")) from None
 
 
 def method_text(s: Settings, points: int) -> str:
