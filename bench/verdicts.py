@@ -4,9 +4,10 @@ claim by claim.
 Reads every `tables/<study>-summary.json` in each directory, pairs the
 claims by study and claim text, and prints the claims whose verdict differs,
 then one line: how many claims agree, and how many pairs are in conflict (one
-run settles a direction or an equivalence the other settles the opposite way:
-reproduced or same direction against contradicted, equivalent against not
-equivalent). A claim only one run has counts as a difference.
+run settles a direction, a size or an equivalence the other settles the opposite way:
+reproduced or same direction against contradicted, reproduced or larger against
+not reproduced or smaller, equivalent against not equivalent). A claim only
+one run has counts as a difference.
 
     uv run python bench/verdicts.py RESULTS_A RESULTS_B [--min-agree 27] [--rates]
 
@@ -22,9 +23,11 @@ import json
 import sys
 from pathlib import Path
 
-SAME_WAY = {"reproduced", "same direction, smaller effect", "same direction, larger effect"}
-#: verdict pairs that settle a claim in opposite ways
-OPPOSITE = [(SAME_WAY, {"contradicted"}), ({"equivalent"}, {"not equivalent"})]
+SAME_WAY = {"reproduced", "same direction, smaller effect", "same direction, larger effect", "same direction, size open"}
+#: verdict pairs that settle a claim in opposite ways: the direction, the size against the band, equivalence
+OPPOSITE = [(SAME_WAY, {"contradicted"}), ({"equivalent"}, {"not equivalent"}),
+            ({"reproduced", "same direction, larger effect"}, {"not reproduced", "same direction, smaller effect"}),
+            ({"reproduced"}, {"same direction, larger effect"})]
 
 
 def claims(results: Path) -> dict[tuple[str, str], dict]:
