@@ -44,7 +44,7 @@ def test_jobs_one_per_target_and_repetition(name):
         assert j["point"] == points[durability] and durability in own["durability"]
         # the original's create keeps the job it had before durability was a setting
         assert ("durability" in j) == (durability != "none")
-        assert j["files"] == (own.get("fsync_files") or own["files"] if durability == "fsync" else own["files"])
+        assert j["files"] == (own.get(f"{durability}_files") or own["files"])
     labels = {(journal.log_placement(j["target"]), journal.flushes(j["target"])) for j in jobs}
     assert labels == {("internal", "honoured"), ("internal", "dropped"), ("external", "honoured")}
 

@@ -30,8 +30,9 @@ reason): log placement and flushes mean nothing on a plain directory.
 Durability (setting `durability`, a list of points per target): `none` is
 the original's create, which leaves its files in the page cache; `syncfs`
 ends the create with a syncfs inside its timed window (worker `--sync end`);
-`fsync` syncs every file before its close (`--fsync file`), on fewer files
-(`fsync_files`) since each costs a device round trip. Only the durable
+`fsync` syncs every file before its close (`--fsync file`). Each may make
+fewer files (`syncfs_files`, `fsync_files`): writing every file back, or a
+device round trip per file, costs seconds on a modelled disk. Only the durable
 creates make the log and the flushes do the work the post timed.
 
 Each phase also records what reached the target's devices during it
@@ -151,7 +152,7 @@ def jobs(config: dict) -> list[dict]:
                        what=f"{t['files']:,} files of {size:,} bytes", lower="studies.journal.files")
         for dur in dict.fromkeys(t["durability"]):
             point, _ = DURABILITY[dur]
-            files = t["fsync_files"] if dur == "fsync" and t.get("fsync_files") else t["files"]
+            files = t.get(f"{dur}_files") or t["files"]
             extra = {} if dur == "none" else {"durability": dur}
             out += [base_job(config, "journal", name, point, rep, files=files, file_size=size, dirs=dirs, **extra)
                     for rep in range(1, s["repetitions"] + 1)]
@@ -306,6 +307,9 @@ STUDY = Study(
                     "description": "the creates measured per target: none (the original's: the files stay in "
                                    "the page cache), syncfs (a syncfs ends the create inside its timed window), "
                                    "fsync (an fsync per file, on fsync_files files)"},
+        syncfs_files={"type": "integer", "minimum": 1,
+                      "description": "files of the syncfs create (default: files); the syncfs writes them all "
+                                     "back inside the timed window"},
         fsync_files={"type": "integer", "minimum": 1,
                      "description": "files of the fsync create (default: files); each fsync costs a device "
                                     "round trip, milliseconds on a modelled disk"},
@@ -327,7 +331,7 @@ STUDY = Study(
     ),
     cache=CACHE,
     defaults={"ci": {"durability": ["none", "syncfs", "fsync"], "fsync_files": 100},
-              "quick": {"durability": ["none", "syncfs", "fsync"], "fsync_files": 500},
-              "full": {"durability": ["none", "syncfs", "fsync"], "fsync_files": 5000}},
+              "quick": {"durability": ["none", "syncfs", "fsync"], "syncfs_files": 2000, "fsync_files": 100},
+              "full": {"durability": ["none", "syncfs", "fsync"], "syncfs_files": 50000, "fsync_files": 2000}},
     claim_points=claim_points,
 )
