@@ -10,6 +10,13 @@ window, it reads the live counts of every modelled device of the target
 (`model`, and `log_model` for a modelled log), and `phases()` gives each
 phase's differences. Requests the kernel still had queued at a phase's end
 fall to the next phase.
+
+The same hook reads what the block layer passed to the target's loop
+devices (`loop` for the data device, `log_loop` for an external log's), from
+`/sys/block/<loop>/stat` (the kernel's Documentation/block/stat.rst: reads,
+writes and flushes completed): the counts of this machine's disk, where no
+model counts anything. A loop device that reports a write-through cache
+never receives a flush (the block layer drops them before the driver).
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ LIVE_FILE = "stats.json.live"
 # a target's modelled devices, by their key in its provenance (boatload.targets.modelled)
 DEVICES = ("model", "log_model")
 COUNTS = ("flushes", "fua_writes", "writes", "reads")
+# a target's loop devices (data, external log), by the key of their path in its provenance
+LOOPS = {"loop": "loop_device", "log_loop": "log_device"}
+# /sys/block/<dev>/stat: 0-based field -> our name (reads, writes and flushes completed)
+BLOCK_STAT_FIELDS = {0: "reads", 4: "writes", 15: "flushes"}
 
 
 def live_counts(stack_dir: Path | str, tries: int = 1000) -> dict:
@@ -49,31 +60,48 @@ def live_counts(stack_dir: Path | str, tries: int = 1000) -> dict:
     return {}
 
 
+def block_counts(device: str | Path) -> dict:
+    """The block layer's counts of a device now (BLOCK_STAT_FIELDS); empty when it is gone."""
+    try:
+        fields = (Path("/sys/block") / Path(device).name / "stat").read_text().split()
+    except OSError:
+        return {}
+    return {name: int(fields[i]) for i, name in BLOCK_STAT_FIELDS.items() if i < len(fields)}
+
+
 def delta(begin: dict, end: dict) -> dict | None:
-    """What reached the device between two readings (None if either is missing)."""
+    """What reached the device between two readings (None if either is
+    missing): the counts both have, and a model's times in ms."""
     if not begin or not end:
         return None
-    return {**{k: end[k] - begin[k] for k in COUNTS},
-            "modelled_ms": round((end["modelled_us"] - begin["modelled_us"]) / 1000, 3),
-            "flush_ms": round((end["flush_us"] - begin["flush_us"]) / 1000, 3)}
+    out = {k: end[k] - begin[k] for k in COUNTS if k in begin and k in end}
+    if "modelled_us" in begin and "modelled_us" in end:
+        out |= {"modelled_ms": round((end["modelled_us"] - begin["modelled_us"]) / 1000, 3),
+                "flush_ms": round((end["flush_us"] - begin["flush_us"]) / 1000, 3)}
+    return out
 
 
 @dataclass
 class PhaseCounts:
-    """The hook; `stacks` maps each modelled device (DEVICES) to its stack directory."""
+    """The hook; `stacks` maps each modelled device (DEVICES) to its stack
+    directory, `loops` each loop device (LOOPS) to its path."""
 
     stacks: dict[str, str]
+    loops: dict[str, str] = field(default_factory=dict)
     edges: list[tuple[str, str, dict]] = field(default_factory=list)  # (begin|end, phase, device -> counts)
 
     @classmethod
     def of(cls, provenance: dict | None) -> PhaseCounts | None:
-        """For a provisioned target's provenance; None when nothing of it is modelled."""
-        stacks = {k: (provenance or {}).get(k, {}).get("stack") for k in DEVICES}
+        """For a provisioned target's provenance; None when it has neither a model nor a loop device."""
+        prov = provenance or {}
+        stacks = {k: (prov.get(k) or {}).get("stack") for k in DEVICES}
         stacks = {k: v for k, v in stacks.items() if v}
-        return cls(stacks) if stacks else None
+        loops = {k: prov[key] for k, key in LOOPS.items() if prov.get(key)}
+        return cls(stacks, loops) if stacks or loops else None
 
     def __call__(self, what: str, phase: str) -> None:
-        self.edges.append((what, phase, {k: live_counts(d) for k, d in self.stacks.items()}))
+        self.edges.append((what, phase, {**{k: live_counts(d) for k, d in self.stacks.items()},
+                                         **{k: block_counts(d) for k, d in self.loops.items()}}))
 
     def phases(self) -> list[dict]:
         """One entry per phase that began and ended, in order: its name and
@@ -83,7 +111,8 @@ class PhaseCounts:
             if what == "begin":
                 begun = (phase, counts)
             elif what == "end" and begun is not None and begun[0] == phase:
-                out.append({"phase": phase, **{k: delta(begun[1].get(k), counts.get(k)) for k in self.stacks}})
+                out.append({"phase": phase, **{k: delta(begun[1].get(k), counts.get(k))
+                                               for k in (*self.stacks, *self.loops)}})
                 begun = None
         return out
 
