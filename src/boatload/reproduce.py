@@ -274,10 +274,7 @@ def _fleet_cleanup(config: dict, nodes: list[str], when: str) -> None:
 
 
 def main(configfile: str, extra: list[str], dry_run: bool = False, profile: str | None = None,
-         studies: list[str] | None = None, budget: bool = True) -> int:
-    """The workflow; with the config's `budget_minutes` (and nothing else asked of
-    Snakemake) the budgeted run of boatload.settle.budgeted, which calls this
-    with `budget` False for each of its steps."""
+         studies: list[str] | None = None) -> int:
     root = Path.cwd().resolve()
     if not (root / "Snakefile").is_file():
         raise SystemExit(f"boatload reproduce: run it from the root of a boatload clone (no Snakefile in {root})")
@@ -290,10 +287,6 @@ def main(configfile: str, extra: list[str], dry_run: bool = False, profile: str 
             extra = [*extra, "--config", f"only_studies={config['only_studies']}"]  # after any target or list
     except ConfigError as exc:
         raise SystemExit(f"boatload: {exc}") from None
-    if budget and config.get("budget_minutes") and not dry_run and not extra and not profile:
-        from boatload.settle import budgeted  # settle runs its steps through this module
-
-        return budgeted(configfile, studies)
     profile_args, fleet = _profile(root, profile)
     nodes: list[str] = []
     if fleet:

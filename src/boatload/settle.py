@@ -131,12 +131,12 @@ def _notebook(root: Path, config: dict, configfile: str, name: str, host: str, o
     return _summary(out, name)
 
 
-def _judge(record: dict, name: str, look: int, level: float, summary: dict, chosen: set[str]) -> int:
-    """Freeze every claim of `name` the look measured (`chosen`) and decides; how many it decided."""
+def _judge(record: dict, name: str, look: int, level: float, summary: dict, chosen: set[str] | None = None) -> int:
+    """Freeze every claim of `name` the look measured (`chosen`, None: every open one) and decides; how many."""
     entries = {e.get("claim"): e for e in summary.get("verdicts", [])}
     decided = 0
     for key, claim in record["claims"].items():
-        if claim["study"] != name or claim["decided"] or key not in chosen:
+        if claim["study"] != name or claim["decided"] or (chosen is not None and key not in chosen):
             continue
         entry = entries.get(key.split(": ", 1)[1])
         if entry is None:
@@ -238,7 +238,7 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
         if new:
             _say(f"look {look}: {len(new)} more runs of {len({(r.study, r.target, r.point) for r in new})} points")
             parquets = [f"data/runs/{host}/{name}.parquet" for name in open_by_study]
-            status = reproduce(configfile, parquets, studies=studies, budget=False)
+            status = reproduce(configfile, parquets, studies=studies)
             if status != 0:
                 record["stopped"] = f"a failed measurement at look {look}"
                 settle_record.save(runs_dir, record)
@@ -265,7 +265,7 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
     settle_record.save(runs_dir, record)
     carried = sorted({c["study"] for c in record["claims"].values()})
     status = reproduce(configfile, ["--forcerun", *[f"results/tables/{n}-summary.json" for n in carried]],
-                       studies=studies, budget=False)
+                       studies=studies)
     settled = sum(c["decided"] for c in record["claims"].values())
     added = sum(v - record["first_reps"][k.split("/", 1)[0]] for k, v in record["points"].items())
     _say(f"{settled} of {len(record['claims'])} claims decided, {added} runs added, "
@@ -290,14 +290,13 @@ def budgeted(configfile: str, studies: list[str] | None = None) -> int:
     runs_dir = Path.cwd().resolve() / "data" / "runs" / (config.get("host") or hostname())
     record = settle_record.load(runs_dir, config)
     if record is not None and record.get("budget_spent"):
-        return reproduce(configfile, [], studies=studies, budget=False)
+        return reproduce(configfile, [], studies=studies)
     minutes = float(config["budget_minutes"])
     names = [n for n in plan.studies(config) if (Path("notebooks") / f"{n}.ipynb").is_file()]
     _say(f"time budget {minutes:g} min: first the rounds every point needs "
          f"({', '.join(sorted({str(plan.repetitions_of(config, n)) for n in names}))} a point), then rounds of the "
          "points of claims still open, cheapest to decide first, while the budget lasts")
-    status = reproduce(configfile, [f"results/tables/{n}-summary.json" for n in names], studies=studies,
-                       budget=False)
+    status = reproduce(configfile, [f"results/tables/{n}-summary.json" for n in names], studies=studies)
     if status != 0:
         return status
     left = minutes - (time.monotonic() - started) / 60.0 - ANALYSIS_ESTIMATE_S * len(names) / 60.0
@@ -305,4 +304,4 @@ def budgeted(configfile: str, studies: list[str] | None = None) -> int:
     if status != 0:
         return status
     # the paper (and anything main left unmade when nothing was open)
-    return reproduce(configfile, [], studies=studies, budget=False)
+    return reproduce(configfile, [], studies=studies)
