@@ -26,9 +26,14 @@ def test_every_job_once_in_the_seeded_order(name):
     runs = plan.runs(config)
     jobs = [(s, j["target"]["name"], j["point"], j["rep"]) for s in plan.studies(config) for j in study(s).jobs(config)]
     assert Counter(r.key for r in runs) == Counter(jobs) and len(set(jobs)) == len(jobs)
-    expected = sorted(jobs)
-    random.Random(config["seed"]).shuffle(expected)
+    # round by round (the reps), each round shuffled with the seed and its number
+    expected = []
+    for rep in sorted({j[3] for j in jobs}):
+        this_round = sorted(j for j in jobs if j[3] == rep)
+        random.Random(f"{config['seed']}/round {rep}").shuffle(this_round)
+        expected += this_round
     assert [r.key for r in runs] == expected
+    assert [r.rep for r in runs] == sorted(r.rep for r in runs)
     # Another seed, another order; the same seed, the same order.
     assert [r.key for r in plan.runs({**config, "seed": config["seed"] + 1})] != expected
     assert [r.key for r in plan.runs(config)] == expected

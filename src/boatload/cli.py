@@ -163,7 +163,7 @@ def _cmd_blog(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from boatload.reproduce import main as reproduce
+    from boatload.budget import main as reproduce  # the budgeted run where the config sets one
 
     extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
     studies = [name for part in args.studies or [] for name in part.replace(",", " ").split()]

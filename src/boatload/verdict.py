@@ -220,9 +220,14 @@ def _at_least_one_more(needed: int | None, r: RatioInterval) -> int | None:
 
 
 def _interval(ours: Samples, base: Samples, level: float) -> RatioInterval | None:
+    """Given {round: rate} for both sides (boatload.plan's rounds are the reps),
+    the paired interval over the rounds both have when they are enough for
+    `level`, else the unpaired one (boatload.intervals.round_ratio_interval)."""
+    from boatload.intervals import round_ratio_interval
+
     if ours is None or base is None or len(ours) == 0 or len(base) == 0:
         return None
-    return ratio_interval(ours, base, level)
+    return round_ratio_interval(ours, base, level)
 
 
 def _entry(text: str, test: str, original_ratio: float | None, r: RatioInterval | None, verdict: str,
@@ -237,6 +242,7 @@ def _entry(text: str, test: str, original_ratio: float | None, r: RatioInterval 
         "level": r and r.level,
         "coverage": r and r.coverage,
         "runs_per_side": list(r.runs) if r else None,
+        "pairs": getattr(r, "pairs", None),
         "verdict": verdict,
         "direction": direction,
         "size": size,
