@@ -43,8 +43,9 @@ from typing import Any
 
 from boatload.intervals import (
     POWER,
+    pairs_for_interval,
     RatioInterval,
-    ratio_interval,
+    round_ratio_interval,
     runs_for_interval,
     runs_to_decide_equivalence,
     runs_to_exclude,
@@ -122,7 +123,10 @@ class Rule:
         lvl, tost = _pct(self.level), _pct(self.tost_level)
         return (
             f"Our interval of each ratio is the exact distribution-free {lvl} interval of the shift of log rates "
-            f"(Hodges-Lehmann with Mann-Whitney bounds); the original's size is its ratio ×/÷ {self.band_factor:g} "
+            f"(Hodges-Lehmann with Mann-Whitney bounds), or, where both sides were measured in the same rounds and "
+            f"the rounds are enough for the level ({pairs_for_interval(self.level)} at {lvl}), the exact Wilcoxon "
+            f"signed-rank interval of the rounds' paired log ratios (assuming them symmetric about the shift); "
+            f"the original's size is its ratio ×/÷ {self.band_factor:g} "
             f"(the band). reproduced: the interval lies on the original's side of 1 and wholly inside the band; "
             f"same direction, smaller (larger) effect: on the original's side of 1 but wholly nearer to 1 than "
             f"the band (beyond it); same direction, size open: on the original's side of 1 across an edge of the "
@@ -223,7 +227,6 @@ def _interval(ours: Samples, base: Samples, level: float) -> RatioInterval | Non
     """Given {round: rate} for both sides (boatload.plan's rounds are the reps),
     the paired interval over the rounds both have when they are enough for
     `level`, else the unpaired one (boatload.intervals.round_ratio_interval)."""
-    from boatload.intervals import round_ratio_interval
 
     if ours is None or base is None or len(ours) == 0 or len(base) == 0:
         return None
