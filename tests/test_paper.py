@@ -131,7 +131,8 @@ def test_conclusion_names_the_hardware_of_every_verdict(journal_fixture_run, tmp
     # 12 claims on this machine's disk and 6 on the array for each create (original and durable)
     creates = len({v.get("durability", "none") for v in summary["verdicts"]})
     assert hardware == {"this machine": 12 * creates, "raid-hdd": 6 * creates}
-    assert conclusion.count("on this machine's disk (loop images)") == 12 * creates
+    # (the hardware's name only: a table cell's line break can bring another column's word into "(loop images)")
+    assert conclusion.count("on this machine's disk") == 12 * creates
     assert conclusion.count("XFS on modelled raid-hdd") == 6 * creates
 
 
