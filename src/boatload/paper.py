@@ -26,9 +26,10 @@ import typst
 from boatload import error_rates
 from boatload.audit import write_audit
 from boatload.devmodel.presets import describe_all as describe_presets
-from boatload.paths import repo_root
 from boatload.intervals import runs_for_interval
+from boatload.paths import repo_root
 from boatload.results import write_atomic_with
+from boatload.statements import statements
 from boatload.studies import registry
 from boatload.verdict import MEANINGS, VERDICTS, Rule
 
@@ -93,6 +94,13 @@ def verdict_words(root: Path, results_prefix: str, studies: list[str]) -> dict:
                        "worst_wrong": worst[(n, w)][0] if (n, w) in worst else None} for w in VERDICTS]}
 
 
+def study_statements(root: Path, results_prefix: str, studies: list[str]) -> list[dict]:
+    """Each study's statements with their verdicts (known-answer studies left out)."""
+    tables = root / results_prefix.lstrip("/") / "tables"
+    return [st for s in studies if not registry()[s].known_answers
+            for st in statements(s, json.loads((tables / f"{s}-summary.json").read_text()).get("verdicts") or [])]
+
+
 def _compile(root: Path, results_prefix: str, studies: list[str], when: dt.datetime, fleet: bool = False) -> bytes:
     return typst.compile(
         str(root / "paper" / "paper.typ"),
@@ -108,7 +116,9 @@ def _compile(root: Path, results_prefix: str, studies: list[str], when: dt.datet
                     # the models appendix: the device models' presets (data/devmodels.yaml)
                     "devmodels": json.dumps(describe_presets()),
                     # the method section's table of verdict words, with their simulated error rates
-                    "verdict_words": json.dumps(verdict_words(root, results_prefix, studies))},
+                    "verdict_words": json.dumps(verdict_words(root, results_prefix, studies)),
+                    # one verdict per original statement (boatload.statements), the studies' only
+                    "statements": json.dumps(study_statements(root, results_prefix, studies))},
         timestamp=when,
     )
 
