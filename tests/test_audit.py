@@ -78,3 +78,40 @@ def test_audit_of_made_up_results(tmp_path):
     assert json.loads(out.read_text()) == json.loads(json.dumps(doc))
     assert audit.main(["--results", str(tmp_path)]) == 0
     assert math.isclose(json.loads(out.read_text())["peers"][0]["geomean"], 1.0)
+
+
+def _results(tmp_path, verdicts, not_measured):
+    (tmp_path / "tables").mkdir()
+    prov = {"host": "h", "runs": 5, "targets": [], "memory_bytes": 2**33}
+    (tmp_path / "provenance.json").write_text(json.dumps(prov))
+    summary = {"stat": "median", "level": 0.95, "seed": 0, "verdicts": verdicts, "not_measured": not_measured}
+    (tmp_path / "tables" / "tmpfs-summary.json").write_text(json.dumps(summary))
+    (tmp_path / "tables" / "tmpfs.csv").write_text("target,reps,ops_per_s\ntmpfs,5,10.5\n")
+    return {c["id"]: c for c in audit.build_audit(tmp_path)["crimes"]}
+
+
+def test_counts_name_one_unit_each(tmp_path):
+    """A3 counts runs (the records) and, apart, each study's results without a
+    rate in that study's own unit: a tmpfs test of one tool is not a run."""
+    crimes = _results(tmp_path, [], [{"test": "random_read", "tool": "bonnie++"}, {"test": "random_delete"}])
+    a3 = crimes["A3"]["how"]
+    assert "5 runs in this results directory" in a3
+    assert "2 tools' tests of tmpfs" in a3 and "runs, 2" not in a3
+    assert "Every table row states its repetitions (5 each)" in crimes["B4"]["how"]
+
+
+def test_c2_counts_claims_not_exercised(tmp_path):
+    """C2 says how many claims were left without a verdict because their
+    mechanism never ran in the timed phase, and is not "avoided" when a claim
+    so marked was decided anyway."""
+    marked = {"claim": "log on SSD", "verdict": "not exercised", "runs_per_side": [4, 4], "ours_low": 0.9}
+    crimes = _results(tmp_path, [marked, {"claim": "b", "verdict": "reproduced"}], [])
+    assert crimes["C2"]["status"] == "avoided"
+    assert '1 claim whose mechanism the timed phase did not use' in crimes["C2"]["how"]
+    assert '"not exercised"' in crimes["C2"]["how"]
+
+
+def test_c2_is_partly_when_an_unexercised_claim_is_decided(tmp_path):
+    decided = {"claim": "log on SSD", "verdict": "reproduced", "exercised": False}
+    crimes = _results(tmp_path, [decided], [])
+    assert crimes["C2"]["status"] == "partly" and "log on SSD (tmpfs)" in crimes["C2"]["how"]

@@ -26,7 +26,7 @@ from pathlib import Path
 from boatload.results import write_atomic
 from boatload.studies import registry
 from boatload.intervals import simulated_coverage
-from boatload.verdict import WITH_INTERVAL
+from boatload.verdict import DECIDED, WITH_INTERVAL
 
 __all__ = ["CRIMES", "build_audit", "geomean", "main", "write_audit"]
 
@@ -58,6 +58,10 @@ PLATFORM_FIELDS = {"host": "the host", "cpu_model": "its CPU model", "cpus": "CP
                    "kernel": "kernel", "os": "OS", "python": "Python", "lock_sha256": "the lock file's hash",
                    "config": "the configuration", "scale": "its scale",
                    "worker": "the worker's version, compiler, flags and hash", "targets": "the targets"}
+
+# the unit of each study's results without a rate (its summary's `not_measured`), singular and plural
+NOT_MEASURED_UNIT = {"degradation": ("job", "jobs"), "journal": ("phase", "phases"), "forest": ("run", "runs"),
+                     "filecount": ("tool's run", "tools' runs"), "tmpfs": ("tool's test", "tools' tests")}
 
 # what each peer tool stands for
 PEER_ROLE = {"fio": "fio in the place of the original's vdbench", "bonnie++": "bonnie++, the original's own tool"}
@@ -117,7 +121,16 @@ def _and(items: list[str]) -> str:
 
 
 def _runs(n: int) -> str:
-    return f"{n} run" if n == 1 else f"{n} runs"
+    return _count(n, "run", "runs")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _verdicts_of(verdicts: list[tuple[str, dict]], word: str) -> int:
+    """How many of the (study, verdict) entries carry the verdict `word`."""
+    return sum(1 for _, v in verdicts if v.get("verdict") == word)
 
 
 def _runs_of(v: dict) -> int | None:
@@ -313,7 +326,12 @@ def build_audit(results: Path) -> dict:
     rate = {s: _rate(s) for s in studies if _rate(s)}
     absolute = {s: sum(1 for r in tables[s] if _num(r.get(rate[s][0])) is not None) for s in rate}
     platform_missing = [f for f in PLATFORM_FIELDS if prov.get(f) in (None, "", [], {})]
-    not_measured = sum(len(summaries[s].get("not_measured") or []) for s in studies)
+    not_measured = {s: len(summaries[s].get("not_measured") or []) for s in studies}
+    # claims whose mechanism the timed phase never used carry no verdict ("not exercised");
+    # one decided although marked as not exercised would be the crime itself
+    not_exercised = _verdicts_of(verdicts, "not exercised")
+    decided_unexercised = [f"{v.get('claim')} ({s})" for s, v in verdicts
+                           if v.get("exercised") is False and v.get("verdict") in DECIDED]
     unmapped = len(summaries.get("forest", {}).get("original", {}).get("unmapped") or [])
     missing_orig = len(summaries.get("journal", {}).get("original", {}).get("missing") or [])
     n_claims = len(verdicts)
@@ -339,8 +357,10 @@ def build_audit(results: Path) -> dict:
         ci_text += (f" {too_few} claims rest on runs too few for any interval at that level and are marked "
                     "\"too few runs\" rather than given a narrower one.")
     if reps:
-        ci_text += (f" Every table row states its runs ({_runs(min(reps))} each)." if min(reps) == max(reps)
-                    else f" Every table row states its runs (from {min(reps)} to {max(reps)}).")
+        span = (f"{min(reps)} each" if min(reps) == max(reps) else f"from {min(reps)} to {max(reps)}")
+        ci_text += (f" Every table row states its repetitions ({span}; a degradation repetition is several dd "
+                    "runs on one file system, which its table counts apart)." if "degradation" in studies
+                    else f" Every table row states its repetitions ({span}).")
 
     kinds: dict[str, list[str]] = {}
     for study, stat in stats.items():
@@ -363,9 +383,13 @@ def build_audit(results: Path) -> dict:
                  "each section names them." if unmapped or missing_orig else "")),
         crime("A3", "avoided",
               "Every planned run is kept: "
-              + (f"{prov['runs']} runs in this results directory, " if prov.get("runs") else "")
-              + f"{not_measured} without a rate (listed with their reason in their section); "
-              f"{cond['redone_attempts']} disturbed attempts stay in their runs' records."),
+              + (f"{_runs(prov['runs'])} in this results directory (one record each, as the method section's table of measurement conditions counts them); "
+                 if prov.get("runs") else "")
+              + ("results without a rate, each listed with its reason in its study's section: "
+                 + _and([_count(n, *NOT_MEASURED_UNIT.get(s, ("result", "results"))) + f" of {s}"
+                         for s, n in not_measured.items() if n])
+                 if any(not_measured.values()) else "every result has a rate")
+              + f"; {cond['redone_attempts']} disturbed attempts stay in their runs' records."),
         crime("B1", "avoided",
               "These are micro-benchmarks by design, as the originals were; the paper draws conclusions only "
               "about the operation measured (creating, stating, reading or deleting small files, block I/O) "
@@ -387,11 +411,18 @@ def build_audit(results: Path) -> dict:
                + "and memory is limited by a cgroup rather than by the machine's RAM; the threats section gives "
                "the numbers.")
               if disk["loop_targets"] else "Every target is a real device or tmpfs."),
-        crime("C2", "avoided",
+        crime("C2", "partly" if decided_unexercised else "avoided",
               "Each study reruns the original's own workload (its operations, file sizes, tree shape, "
               "read share, transfer size) with one worker"
               + (", and a standard tool beside it on the same points ("
-                 + _and([PEER_ROLE.get(p["peer"], p["peer"]) for p in peers]) + ")" if peers else "") + "."),
+                 + _and([PEER_ROLE.get(p["peer"], p["peer"]) for p in peers]) + ")" if peers else "") + ". "
+              + (f"{_count(not_exercised, 'claim', 'claims')} whose mechanism the timed phase did not use (no "
+                 "write or flush reached the device the claim is about) "
+                 + ("is" if not_exercised == 1 else "are") + " marked \"not exercised\" and carry no verdict"
+                 if not_exercised else "No claim is marked \"not exercised\" (a timed phase that never used the "
+                 "mechanism its claim is about)")
+              + (f"; decided although their mechanism did not run: {_and(decided_unexercised)}"
+                 if decided_unexercised else "") + "."),
         crime("C3", "avoided",
               "Nothing is fitted: the published numbers were fixed years before our runs, and the run "
               f"order (seed {prov.get('order_seed')}) and the bootstrap (seed "

@@ -23,6 +23,9 @@ def conditions(docs: list[dict]) -> dict:
         timed = [p for p in phases if "run_delay_s" in p]
         waited = sum(p["run_delay_s"] for p in timed)
         timed_s = sum(p["seconds"] for p in timed)
+        # run delay is summed over the measured threads: per thread it is a share of the phase a reader can read
+        per_thread = [p for p in timed if p.get("threads")]
+        thread_s = sum(p["seconds"] * p["threads"] for p in per_thread)
         cache = registry()[name].cache if name in registry() else None
         out[name] = {
             "runs": len(runs),
@@ -36,6 +39,9 @@ def conditions(docs: list[dict]) -> dict:
             # the measured threads' waiting for a CPU (run delay, summed over threads), share of the phases' time
             "waiting_share": waited / timed_s if timed_s else None,
             "waiting_max": max((p["run_delay_s"] / p["seconds"] for p in timed if p["seconds"] >= 0.1), default=None),
+            "waiting_per_thread": sum(p["run_delay_s"] for p in per_thread) / thread_s if thread_s else None,
+            "waiting_per_thread_max": max((p["run_delay_s"] / (p["seconds"] * p["threads"])
+                                           for p in per_thread if p["seconds"] >= 0.1), default=None),
             "max_run_delay": records[0]["settings"].get("max_run_delay") if records else None,
             "before_s": records[0]["settings"].get("before_s") if records else None,
             "shielded_runs": sum(1 for r in records if (r.get("shield") or {}).get("cgroup")),
