@@ -181,3 +181,17 @@ def test_a_stack_that_died_while_up_is_named_in_one_line_and_torn_down(scratch, 
     assert leftovers(scratch) == {}
     if how.startswith("cleanup"):
         assert boatload("target", "down", "ssd", scratch=scratch).returncode == 0  # only its record is left
+
+
+def test_make_clean_mounts_stops_a_served_target_ups_stack(scratch, configfile):
+    """`make clean-mounts` (`boatload cleanup --force`) finds the up target's
+    nbdkit (under its keeper) and nbdfuse in the ledger and stops them."""
+    up = boatload("target", "up", "ssd", "--configfile", str(configfile), scratch=scratch)
+    assert up.returncode == 0, up.stderr
+    assert len(processes_naming(scratch / "nbd")) >= 3  # keeper, nbdkit, nbdfuse
+    r = boatload("cleanup", "--force", scratch=scratch)
+    assert r.returncode == 0, r.stderr
+    assert not any("is gone" in ln for ln in r.stdout.splitlines()), r.stdout  # it was serving
+    assert sum("stopped nbdkit" in ln for ln in r.stdout.splitlines()) == 1, r.stdout  # nbdfuse left at unmount
+    assert leftovers(scratch) == {}
+    assert boatload("target", "down", "ssd", scratch=scratch).returncode == 0  # only its record was left

@@ -6,12 +6,14 @@ the model."""
 
 from __future__ import annotations
 
+import os
 import statistics
 from functools import partial
 from pathlib import Path
 
 import polars as pl
 import pytest
+import yaml
 
 import notebook_checks as nc
 from boatload import paper
@@ -99,3 +101,28 @@ def test_the_paper_says_what_the_sequential_read_sent_the_modelled_disk(fixture_
     text = " ".join(nc.pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", out["results"])).split())
     share = f"only {round(got['seq_share'] * 100)}% of them starting where the request before them ended"
     assert f"Its sequential read sent the disk {got['reads_per_file']:.2f} reads a file" in text and share in text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not os.path.exists("/dev/fuse"), reason="needs root and /dev/fuse")
+def test_a_run_on_the_modelled_disk_keeps_what_each_phase_sent_it(study_scratch):
+    """The quick config's ext3-hdd beyond its limit, with files of up to 1 MB
+    (a fifth as many): every worker phase has the model's and the loop
+    device's counts, and the read tests' rows say what reached the disk."""
+    cfg = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cfg["studies"]["tmpfs"]["size_max"] = 1_000_000
+    job = next(j for j in tmpfs_study.jobs(cfg) if j["target"]["name"] == "ext3-hdd" and j["working_set"] > 1)
+    doc = tmpfs_study.run(job)
+    r = doc["result"]
+    assert r["status"] == "ok", r["reason"]
+    phases = r["tools"]["worker"]["worker_result"]["phases"]
+    assert phases and all(ph["model_counts"]["model"]["block"] is not None for ph in phases)
+    rows = {row["test"]: row for row in tmpfs_study.rows(doc)}
+    for test in ("sequential_read", "random_read"):
+        row = rows[test]
+        assert row["model_reads"] >= row["model_loop_reads"] > 0, row  # each loop request reached the model
+        assert 0 <= row["model_seq_reads"] < row["model_reads"], row
+        assert row["model_read_kib"] >= 4 * row["model_reads"] and row["model_loop_queue_depth"] >= 1, row
+        # the model's reads took time within the test's (a few may have been queued before it began)
+        assert 0 < row["model_read_ms"] / 1000 <= row["seconds"] * 1.05, row
+    assert rows["sequential_create"]["model_writes"] > 0
