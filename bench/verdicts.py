@@ -4,13 +4,16 @@ claim by claim.
 Reads every `tables/<study>-summary.json` in each directory, pairs the
 claims by study and claim text, and prints the claims whose verdict differs,
 then one line: how many claims agree, and how many pairs are in conflict (one
-run settles a direction or an equivalence the other settles the opposite way:
-reproduced or same direction against contradicted, equivalent against not
-equivalent). A claim only one run has counts as a difference.
+run settles a direction, a size or an equivalence the other settles the opposite way:
+reproduced or same direction against contradicted, reproduced or larger against
+not reproduced or smaller, equivalent against not equivalent). A claim only
+one run has counts as a difference.
 
-    uv run python bench/verdicts.py RESULTS_A RESULTS_B [--min-agree 27]
+    uv run python bench/verdicts.py RESULTS_A RESULTS_B [--min-agree 27] [--rates]
 
 Exit status 1 when fewer than --min-agree claims agree or any pair conflicts.
+With --rates, the runs behind the two results (data/runs/<host> of each
+checkout) are also compared point by point, as `boatload compare` does.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ import json
 import sys
 from pathlib import Path
 
-SAME_WAY = {"reproduced", "same direction, smaller effect", "same direction, larger effect"}
-#: verdict pairs that settle a claim in opposite ways
-OPPOSITE = [(SAME_WAY, {"contradicted"}), ({"equivalent"}, {"not equivalent"})]
+SAME_WAY = {"reproduced", "same direction, smaller effect", "same direction, larger effect", "same direction, size open"}
+#: verdict pairs that settle a claim in opposite ways: the direction, the size against the band, equivalence
+OPPOSITE = [(SAME_WAY, {"contradicted"}), ({"equivalent"}, {"not equivalent"}),
+            ({"reproduced", "same direction, larger effect"}, {"not reproduced", "same direction, smaller effect"}),
+            ({"reproduced"}, {"same direction, larger effect"})]
 
 
 def claims(results: Path) -> dict[tuple[str, str], dict]:
@@ -69,17 +74,34 @@ def report(result: dict) -> str:
     return "\n".join(lines)
 
 
+def rates(a: Path, b: Path) -> str:
+    """The two results' runs compared point by point: boatload compare's table."""
+    from boatload.compare_report import build, settings_from, terminal
+    from boatload.compare_sets import SetError, open_set
+
+    try:
+        doc = build(open_set(str(a), arg="RESULTS_A"), open_set(str(b), arg="RESULTS_B"),
+                    settings_from(None, None, None))
+    except SetError as exc:
+        raise SystemExit(f"--rates: {exc}") from None
+    return terminal(doc)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", type=Path, help="a results directory")
     parser.add_argument("b", type=Path, help="another results directory")
     parser.add_argument("--min-agree", type=int, default=None, help="exit 1 when fewer claims agree")
+    parser.add_argument("--rates", action="store_true",
+                        help="also compare the measurements point by point (boatload compare)")
     args = parser.parse_args(argv)
     for d in (args.a, args.b):
         if not (d / "tables").is_dir():
             parser.error(f"{d}: not a results directory (no tables/)")
     result = compare(claims(args.a), claims(args.b))
     print(report(result))
+    if args.rates:
+        print(rates(args.a, args.b))
     too_few = args.min_agree is not None and result["agree"] < args.min_agree
     return 1 if too_few or result["conflicts"] else 0
 

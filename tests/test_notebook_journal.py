@@ -38,7 +38,8 @@ def fixture_runs(run):
 
 
 def measured(runs: pl.DataFrame) -> pl.DataFrame:
-    return runs.filter((pl.col("status") == "ok") & pl.col("ops_per_s").is_not_null())
+    """The measured rows of the original's create (the rates, ratios and figures are of it)."""
+    return runs.filter((pl.col("status") == "ok") & pl.col("ops_per_s").is_not_null() & (pl.col("durability") == "none"))
 
 
 figure_rows = partial(nc.figure_rows, study=STUDY)
@@ -154,9 +155,12 @@ def test_table(run, fixture_runs):
 def test_summary(run, fixture_runs):
     s = summary_of(run["results"])
     assert s["study"] == STUDY and s["level"] == 0.95 and s["n_resamples"] >= 10_000
-    assert len(s["verdicts"]) == len(FX.EXPECTED) == 18
+    # 18 claims per create: the original's, then the syncfs and the fsync one
+    assert len(s["verdicts"]) == 3 * len(FX.EXPECTED) == 54
+    assert [v["durability"] for v in s["verdicts"]] == ["none"] * 18 + ["syncfs"] * 18 + ["fsync"] * 18
     assert s["verdict"] == s["verdicts"][0]
-    for v in s["verdicts"]:
+    original = [v for v in s["verdicts"] if v["durability"] == "none"]
+    for v in original:
         assert set(v) >= {"claim", "original_ratio", "ours", "ours_low", "ours_high", "verdict", "direction", "size",
                           "runs_to_settle"}
         assert v["ours_low"] <= v["ours"] <= v["ours_high"]
@@ -171,12 +175,12 @@ def test_summary(run, fixture_runs):
         if modelled and v["kind"] != "noflush_vs_flush":  # the array's external log is the modelled SSD
             assert v["log_hardware"] == "ssd-2008" and v["hardware_label"].endswith("log on modelled ssd-2008")
     by_hw = {}
-    for v in s["verdicts"]:
+    for v in original:
         by_hw.setdefault(v["hardware"], []).append(v)
     assert {hw: len(vs) for hw, vs in by_hw.items()} == {"this machine": 12, "raid-hdd": 6}
     assert [h["hardware"] for h in s["hardware"]] == ["this machine", "raid-hdd"]
     assert s["hardware"][1] | {"filesystems": None} == {"hardware": "raid-hdd", "label": "modelled raid-hdd", "modelled": True,
-                                                         "filesystems": None, "claims": 6}
+                                                         "filesystems": None, "claims": 18}
     # the modelled ratios beside the original's 24.4x and 12.2x: 16x and 10x in the fixture
     raid_boost = next(v for v in by_hw["raid-hdd"] if v["kind"] == "external_vs_internal" and v["phase"] == "sequential_create")
     assert raid_boost["ours"] == pytest.approx(8_000.0 / 500.0) and raid_boost["original_ratio"] == pytest.approx(1290.22 / 52.87)
@@ -271,7 +275,7 @@ def test_paper_section(run, tmp_path):
     assert "received 1 flush taking 40.0 ms of modelled time, 2.0 % of the phase’s 2.00 s" in " ".join(modelled.split())
     assert "the log on the modelled ssd-2008 received 1 flush and 2 writes" in " ".join(modelled.split())
     # the threats section says what a model can stand for
-    assert "Modelled hardware. 6 claims (6 of journal on raid-hdd)" in text
+    assert "Modelled hardware. 18 claims (18 of journal on raid-hdd)" in text  # 6 per create measured
     assert "whether the original’s effect follows from hardware of that kind on today’s kernel" in text
 
 
@@ -300,3 +304,49 @@ def test_real_data(data, tmp_path):
     hardware = set(runs["hardware"].drop_nulls().to_list()) - {"this machine"} if "hardware" in runs.columns else set()
     assert len(s["verdicts"]) == 12 + 6 * len(hardware)  # a model of the array holds XFS only
     assert {v["hardware"] for v in s["verdicts"]} == {"this machine"} | hardware
+
+
+def test_claims_whose_device_got_nothing_are_not_exercised(run):
+    """The fixture's original create on XFS sends its devices nothing before
+    the delete: every claim there about the log or the flushes is "not
+    exercised", with its interval kept and the zero counts in the reason; the
+    durable creates write and flush every device, so all of theirs are decided
+    on their intervals, the headline ones as the fixture's rates give."""
+    s = summary_of(run["results"])
+    skipped = [v for v in s["verdicts"] if v["verdict"] == "not exercised"]
+    assert {(v["durability"], v["filesystem"], v["hardware"]) for v in skipped} == {("none", "XFS", "this machine")}
+    assert len(skipped) == 6 and s["not_exercised"] == skipped
+    assert s["claims_tested"] == len(s["verdicts"]) - 6
+    for v in skipped:
+        assert v["ours_low"] <= v["ours"] <= v["ours_high"] and v["runs_to_settle"] is None
+        device = "the external log" if v["mechanism"] == "log" else "the data device with flushes honoured"
+        assert f"reached {device} during {v['phase_label']}" in v["reason"]
+        assert ("0 writes and 0 flushes" if v["mechanism"] == "log" else "(0 flushes") in v["reason"], v["reason"]
+    # the same claims on ext4, whose devices got writes and flushes, keep their verdicts
+    ext4 = [v for v in s["verdicts"] if v["durability"] == "none" and v["filesystem"] == "ext4"]
+    assert ext4 and all(v["verdict"] != "not exercised" for v in ext4)
+    headline = {(v["durability"], v["hardware"], v["kind"]): v for v in s["headline"]}
+    for (durability, hw, kind), want in FX.EXPECTED_DURABLE.items():
+        got = [v for (d, h, k), v in headline.items() if (d, h, k) == (durability, hw, kind)]
+        assert got and got[0]["verdict"] == want, (durability, hw, kind, got)
+        assert got[0]["claim"].endswith(got[0]["durability_label"])
+    assert headline[("fsync", "raid-hdd", "external_vs_internal")]["ours"] == pytest.approx(400.0 / 80.0)
+
+
+def test_create_counts(run, fixture_runs):
+    """Per create and target, the counts that reached each device during the
+    create are the medians of the fixture's runs; the fsync create made
+    FSYNC_FILES files."""
+    s = summary_of(run["results"])
+    assert [d["durability"] for d in s["durabilities"]] == ["none", "syncfs", "fsync"]
+    got = {(c["target"], c["durability"]): c for c in s["create_counts"]}
+    assert len(got) == 3 * len(FX.TARGETS)
+    create = fixture_runs.filter((pl.col("phase") == "sequential_create") & (pl.col("status") == "ok"))
+    for (target, durability), c in got.items():
+        mine = create.filter((pl.col("target") == target) & (pl.col("durability") == durability))
+        assert c["reps"] == mine.height and c["files"] == (FX.FSYNC_FILES if durability == "fsync" else FX.FILES)
+        for col in ("loop_writes", "loop_flushes", "log_loop_writes", "model_flushes", "log_model_flushes"):
+            assert c[col] == (mine[col].median() if mine[col].null_count() < mine.height else None), (target, col)
+    assert got[("xfs-log-external", "none")]["log_loop_writes"] == 0
+    assert got[("xfs-log-external", "syncfs")]["log_loop_writes"] > 0
+    assert got[("xfs-log-internal-noflush", "fsync")]["loop_flushes"] == 0  # write-through: no flush reaches it

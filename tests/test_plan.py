@@ -26,9 +26,14 @@ def test_every_job_once_in_the_seeded_order(name):
     runs = plan.runs(config)
     jobs = [(s, j["target"]["name"], j["point"], j["rep"]) for s in plan.studies(config) for j in study(s).jobs(config)]
     assert Counter(r.key for r in runs) == Counter(jobs) and len(set(jobs)) == len(jobs)
-    expected = sorted(jobs)
-    random.Random(config["seed"]).shuffle(expected)
+    # round by round (the reps), each round shuffled with the seed and its number
+    expected = []
+    for rep in sorted({j[3] for j in jobs}):
+        this_round = sorted(j for j in jobs if j[3] == rep)
+        random.Random(f"{config['seed']}/round {rep}").shuffle(this_round)
+        expected += this_round
     assert [r.key for r in runs] == expected
+    assert [r.rep for r in runs] == sorted(r.rep for r in runs)
     # Another seed, another order; the same seed, the same order.
     assert [r.key for r in plan.runs({**config, "seed": config["seed"] + 1})] != expected
     assert [r.key for r in plan.runs(config)] == expected
@@ -56,7 +61,7 @@ def test_what_the_quick_runs_need():
     assert external.shm_bytes == 128 << 20 and "xfs_info" in external.tools
     assert runs[("forest", "tmpfs", "touch-each", 1)].tools == {"mount", "umount", "touch"}
     assert runs[("forest", "ext4", "tar", 1)].scratch_bytes == (2048 << 20) + 1024 * 1000
-    assert "fio" in runs[("filecount", "xfs", "k03-direct", 1)].tools
+    assert "fio" in runs[("filecount", "xfs", "k04-direct", 1)].tools
     assert runs[("degradation", "ext4", "stages", 1)].memory_limit_mb == 256
 
 

@@ -77,3 +77,14 @@ def test_equivalence_is_not_claimed_more_often_than_alpha_at_the_margin():
     rate = _false_claims(design.levels(), design.schedule, np.random.default_rng(7), true_ratio=1.1, sd=0.05,
                          judge=_equivalent)
     assert rate <= _limit(0.05), rate
+
+
+def test_a_first_look_that_spent_its_intervals_tail_leaves_the_rest_to_the_later_looks():
+    # the workflow's analysis of 4 + 4 runs: its 95 % interval is the whole range, a tail share of 2/70
+    design = Design.planned(0.05, 4, 8, 2, first_alpha=2 / 70)
+    assert design.spent()[0] == pytest.approx(2 / 70) and sum(design.spent()) == pytest.approx(0.05)
+    assert design.levels() == pytest.approx([1 - 2 / 70, 1 - (0.05 - 2 / 70)])
+    three = Design.planned(0.05, 4, 12, 3, first_alpha=2 / 70)
+    assert sum(three.spent()) == pytest.approx(0.05) and all(a > 0 for a in three.spent())
+    with pytest.raises(ValueError, match="first look's alpha"):
+        Design(0.05, (4, 8), 0.05)

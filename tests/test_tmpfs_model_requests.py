@@ -18,7 +18,7 @@ import yaml
 import notebook_checks as nc
 from boatload import paper
 from boatload.devmodel import phasecounts
-from boatload.devmodel.phasecounts import block_delta, delta
+from boatload.devmodel.phasecounts import delta
 from boatload.studies import tmpfs as tmpfs_study
 from notebook_checks import load_fixtures
 
@@ -34,35 +34,36 @@ def live(reads, seq, read_bytes, read_us, writes=0, flushes=0) -> dict:
 
 
 def block(reads, sectors, busy_ms, queue_ms) -> dict:
-    return {"reads": reads, "read_merges": 0, "read_sectors": sectors, "read_ms": 0, "writes": 0,
-            "write_sectors": 0, "in_flight": 0, "busy_ms": busy_ms, "queue_ms": queue_ms}
+    return {"reads": reads, "writes": 0, "flushes": 0, "read_sectors": sectors, "busy_ms": busy_ms,
+            "queue_ms": queue_ms}
 
 
 def test_a_phase_delta_has_the_models_requests_and_the_loop_devices_queue():
-    begin = {**live(10, 2, 10 * 4096, 1000.0), "block": block(10, 80, 100, 100)}
-    end = {**live(30, 7, 10 * 4096 + 20 * 65536, 21000.0, writes=3), "block": block(30, 80 + 20 * 128, 300, 700)}
-    d = delta(begin, end)
-    assert (d["reads"], d["seq_reads"], d["writes"], d["read_ms"]) == (20, 5, 3, 20.0)
-    assert d["mean_read_kib"] == 64.0
-    assert d["block"] == {"reads": 20, "read_merges": 0, "writes": 0, "read_kib": 1280.0, "write_kib": 0.0,
-                          "mean_read_kib": 64.0, "busy_ms": 200, "queue_depth": 3.0}
-    assert delta({"block": block(0, 0, 0, 0)}, end) is None  # the stack was gone at the phase's start
-    assert block_delta({}, end["block"]) is None
+    m = delta(live(10, 2, 10 * 4096, 1000.0), live(30, 7, 10 * 4096 + 20 * 65536, 21000.0, writes=3))
+    assert (m["reads"], m["seq_reads"], m["writes"], m["read_ms"]) == (20, 5, 3, 20.0)
+    assert (m["read_kib"], m["mean_read_kib"]) == (20 * 64, 64.0)
+    lp = delta(block(10, 80, 100, 100), block(30, 80 + 20 * 128, 300, 700))
+    assert lp == {"reads": 20, "writes": 0, "flushes": 0, "read_sectors": 20 * 128, "busy_ms": 200, "queue_ms": 600,
+                  "read_kib": 1280.0, "mean_read_kib": 64.0, "queue_depth": 3.0}
+    assert delta(block(0, 0, 5, 5), block(0, 0, 5, 5))["queue_depth"] is None  # idle: no depth to speak of
+    assert delta({}, lp) is None  # the stack was gone at the phase's start
 
 
 def test_a_tests_requests_sum_its_phases():
     """bonnie's read is the worker's stat and read phases: their counts add,
     the queue depth weighted by each phase's busy time."""
-    stat = {"model_counts": {"model": {"reads": 4, "seq_reads": 0, "read_bytes": 4 * 4096, "read_ms": 40.0,
-                                       "writes": 1, "block": {"reads": 4, "busy_ms": 100, "queue_depth": 1.0}}}}
-    read = {"model_counts": {"model": {"reads": 16, "seq_reads": 4, "read_bytes": 16 * 65536, "read_ms": 200.0,
-                                       "writes": 2, "block": {"reads": 16, "busy_ms": 300, "queue_depth": 3.0}}}}
+    stat = {"model_counts": {"model": {"reads": 4, "seq_reads": 0, "read_kib": 16.0, "read_ms": 40.0, "writes": 1},
+                             "loop": {"reads": 4, "read_kib": 16.0, "busy_ms": 100, "queue_ms": 100}}}
+    read = {"model_counts": {"model": {"reads": 16, "seq_reads": 4, "read_kib": 1024.0, "read_ms": 200.0, "writes": 2},
+                             "loop": {"reads": 16, "read_kib": 1024.0, "busy_ms": 300, "queue_ms": 900}}}
     r = phasecounts.requests([stat, read])
-    assert r == {"reads": 20, "seq_reads": 4, "read_kib": 4 * 4 + 16 * 64, "read_ms": 240.0, "writes": 3,
-                 "loop_reads": 20, "loop_queue_depth": 2.5}
-    assert phasecounts.requests([stat, {"model_counts": None}]) is None  # not modelled
-    assert set(phasecounts.REQUESTS) == set(r)
-    assert {f"model_{k}" for k in phasecounts.REQUESTS} <= set(tmpfs_study.COLUMNS)
+    assert r == {"model_reads": 20, "model_seq_reads": 4, "model_read_kib": 1040.0, "model_read_ms": 240.0,
+                 "model_writes": 3, "loop_reads": 20, "loop_read_kib": 1040.0, "loop_queue_depth": 2.5}
+    # this machine's disk: the loop device's counts only
+    plain = [{"model_counts": {"loop": p["model_counts"]["loop"]}} for p in (stat, read)]
+    assert phasecounts.requests(plain) == {"loop_reads": 20, "loop_read_kib": 1040.0, "loop_queue_depth": 2.5}
+    assert phasecounts.requests([stat, {"model_counts": None}]) is None  # a phase without counts
+    assert set(phasecounts.REQUESTS) == set(r) and set(phasecounts.REQUESTS) <= set(tmpfs_study.COLUMNS)
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +84,7 @@ def test_the_paper_says_what_the_sequential_read_sent_the_modelled_disk(fixture_
         pl.when(seq).then((pl.col("model_reads") // 10).cast(pl.Int64)).otherwise(None).alias("model_seq_reads"),
         pl.when(seq).then(pl.col("model_reads") * 64.0).otherwise(None).alias("model_read_kib"),
         pl.when(seq).then(pl.col("seconds") * 1000 * 0.8).otherwise(None).alias("model_read_ms"),
-        pl.when(seq).then(pl.lit(3.5)).otherwise(None).alias("model_loop_queue_depth"))
+        pl.when(seq).then(pl.lit(3.5)).otherwise(None).alias("loop_queue_depth"))
     data = tmp_path / "modelled.parquet"
     pl.concat([fixture_runs, ext3], how="vertical_relaxed").write_parquet(data)
     out = FX.run_notebook(tmp_path, REPO, data=data)
@@ -116,13 +117,13 @@ def test_a_run_on_the_modelled_disk_keeps_what_each_phase_sent_it(study_scratch)
     r = doc["result"]
     assert r["status"] == "ok", r["reason"]
     phases = r["tools"]["worker"]["worker_result"]["phases"]
-    assert phases and all(ph["model_counts"]["model"]["block"] is not None for ph in phases)
+    assert phases and all(ph["model_counts"]["model"] and ph["model_counts"]["loop"] for ph in phases)
     rows = {row["test"]: row for row in tmpfs_study.rows(doc)}
     for test in ("sequential_read", "random_read"):
         row = rows[test]
-        assert row["model_reads"] >= row["model_loop_reads"] > 0, row  # each loop request reached the model
+        assert row["model_reads"] >= row["loop_reads"] > 0, row  # each loop request reached the model
         assert 0 <= row["model_seq_reads"] < row["model_reads"], row
-        assert row["model_read_kib"] >= 4 * row["model_reads"] and row["model_loop_queue_depth"] >= 1, row
+        assert row["model_read_kib"] >= 4 * row["model_reads"] and row["loop_queue_depth"] >= 1, row
         # the model's reads took time within the test's (a few may have been queued before it began)
         assert 0 < row["model_read_ms"] / 1000 <= row["seconds"] * 1.05, row
     assert rows["sequential_create"]["model_writes"] > 0

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from boatload.verdict import VERDICTS, Rule, claim, decide, decide_equivalence, no_difference
+from boatload.verdict import (VERDICTS, Rule, bound_text, claim, decide, decide_equivalence, no_difference,
+                              claims_tested, not_applicable, not_exercised)
 
 RULE = Rule()
 
@@ -15,14 +16,24 @@ def test_direction_and_size_against_the_band():
     assert decide(10.0, 6.0, 8.0, 2.0) == ("reproduced", "same", "similar")
     assert decide(10.0, 1.2, 1.5, 2.0) == ("same direction, smaller effect", "same", "smaller")
     assert decide(10.0, 25.0, 40.0, 2.0) == ("same direction, larger effect", "same", "larger")
-    assert decide(10.0, 0.9, 1.3, 2.0) == ("inconclusive", "unsettled", None)
+    # an interval holding 1 but wholly below the band rules the original's size out
+    assert decide(10.0, 0.9, 1.3, 2.0) == ("not reproduced", "unsettled", "smaller")
+    # one that reaches both 1 and the band answers nothing yet
+    assert decide(10.0, 0.9, 6.0, 2.0) == ("inconclusive", "unsettled", None)
+    # on the original's side across a band edge: the direction is settled, the size open
+    assert decide(10.0, 3.0, 7.0, 2.0) == ("same direction, size open", "same", None)
+    assert decide(10.0, 15.0, 30.0, 2.0)[0] == "same direction, size open"
     assert decide(10.0, 0.5, 0.8, 2.0) == ("contradicted", "opposite", None)
     # an original below 1 (a fall): nearer to 1 is the smaller effect
     assert decide(0.1, 0.6, 0.8, 2.0)[0] == "same direction, smaller effect"
     assert decide(0.1, 0.01, 0.03, 2.0)[0] == "same direction, larger effect"
     assert decide(0.1, 1.1, 1.2, 2.0)[0] == "contradicted"
+    assert decide(0.1, 0.8, 1.2, 2.0)[0] == "not reproduced"
+    assert decide(0.1, 0.04, 1.2, 2.0)[0] == "inconclusive"
+    # a band that holds 1 (an original of 1.5x): an interval about 1 can never rule it out
+    assert decide(1.5, 0.9, 1.1, 2.0)[0] == "inconclusive"
     # a wider band takes in what a narrower one called smaller
-    assert decide(10.0, 1.2, 1.5, 8.0)[0] == "reproduced"
+    assert decide(10.0, 1.3, 1.5, 8.0)[0] == "reproduced"
     with pytest.raises(ValueError):
         decide(1.0, 0.9, 1.1, 2.0)
 
@@ -46,8 +57,15 @@ def test_claims_from_runs():
     # a small effect in noisy runs: inconclusive, with the runs that would settle it
     noisy = claim("faster", 1.6, [104.0, 96.0, 110.0, 99.0, 101.0], [100.0, 95.0, 107.0, 97.0, 102.0], RULE)
     assert noisy["verdict"] == "inconclusive" and noisy["runs_to_settle"] > 5
+    # a claimed 24x against runs near 1: ruled out, with the bound
+    ruled = claim("24x faster", 24.4, [104.0, 96.0, 110.0, 99.0, 101.0], [100.0, 95.0, 107.0, 97.0, 102.0], RULE)
+    assert ruled["verdict"] == "not reproduced" and ruled["runs_to_settle"] is None
+    assert ruled["bound"] == {"at_most": pytest.approx(ruled["ours_high"])} and ruled["ours_high"] < 12.2
+    assert bound_text(ruled).startswith("at most ")
+    fall = claim("4x slower", 0.25, [104.0, 96.0, 110.0, 99.0, 101.0], [100.0, 95.0, 107.0, 97.0, 102.0], RULE)
+    assert fall["verdict"] == "not reproduced" and fall["bound"] == {"at_least": pytest.approx(fall["ours_low"])}
     assert claim("faster", 1.6, None, base, RULE)["verdict"] == "not tested"
-    for c in (c, few, noisy):
+    for c in (c, few, noisy, ruled, fall):
         assert c["verdict"] in VERDICTS
 
 
@@ -76,3 +94,19 @@ def test_the_rule_states_its_settings():
     text = Rule(band_factor=3, equivalence_margin=1.2).text()
     assert "×/÷ 3" in text and "×/÷ 1.2" in text and "95 %" in text and "90 %" in text
     assert "4 per side" in text
+
+
+def test_runs_to_settle_are_more_than_the_runs_made():
+    # 4 runs per side left this claim of no difference open: the runs to settle it are more than 4
+    base = [100.0, 101.0, 99.0, 100.5]
+    c = no_difference("the same", None, [108.0, 109.5, 107.0, 110.5], base, RULE)
+    assert c["verdict"] == "inconclusive" and c["runs_to_settle"] > 4
+
+
+def test_claims_not_exercised_or_not_applicable_are_not_tested():
+    c = claim("faster", 1.6, [150.0, 153.0, 147.0, 151.0], [100.0, 102.0, 98.0, 101.0], RULE)
+    idle = not_exercised(c, "no write reached the log device in the timed phase")
+    assert idle["verdict"] == "not exercised" and idle["ours"] == c["ours"] and "log device" in idle["reason"]
+    na = not_applicable("O_DIRECT is slower", "effect", "tmpfs has no O_DIRECT", 0.5)
+    assert na["verdict"] == "not applicable" and na["ours"] is None
+    assert claims_tested([c, idle, na]) == [c]

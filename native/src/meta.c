@@ -45,6 +45,7 @@
 const char *const meta_op_names[] = {"create", "open", "stat", "read", "delete", NULL};
 static const char *const fsync_names[] = {"none", "file", "dir", NULL};
 static const char *const content_names[] = {"zero", "random", NULL};
+static const char *const sync_names[] = {"none", "end", NULL};
 
 /* ---- pure helpers (also used by the C tests) ---------------------------- */
 
@@ -191,6 +192,8 @@ static void write_params(struct json *j, const void *arg)
     json_arr_end(j);
     json_key(j, "fsync");
     json_str(j, fsync_names[o->fsync]);
+    json_key(j, "sync");
+    json_str(j, sync_names[o->sync]);
     json_key(j, "threads");
     json_u64(j, o->c.threads);
     json_key(j, "seed");
@@ -241,6 +244,10 @@ static struct opt_spec specs[] = {
     {.name = "--fsync", .type = OPT_ENUM, .dst = &opts.fsync, .choices = fsync_names, .def = "none",
      .help = "file: fsync each created file before close. dir: also fsync the file's directory after each "
              "create and unlink, and DIR after each mkdir and rmdir."},
+    {.name = "--sync", .type = OPT_ENUM, .dst = &opts.sync, .choices = sync_names, .def = "none",
+     .help = "end: the last thread to finish a create phase calls syncfs(2) on DIR's file system before the "
+             "phase's clock stops, so the phase ends when the files it made are on the device (a durable "
+             "create timed as one). none: what create wrote may still be in the page cache when it ends."},
     {0},
 };
 
@@ -376,6 +383,7 @@ static size_t run_phases(struct meta_plan *p, struct phase_result *res, struct p
             .per_thread = 1,
         };
         uint64_t made = 0;
+        atomic_store(&p->threads_done, 0);
         if (p->lay.dirs && ph->op == META_CREATE) {
             struct phase_result *d = &dres[(*ndres)++];
             if (run_dir_phase(p, d, "mkdir", meta_mkdir_worker, k) != 0) {

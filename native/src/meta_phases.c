@@ -218,6 +218,18 @@ static int do_op(struct phase_thread *t, const struct meta_plan *p, int dfd, uin
     }
 }
 
+/* --sync end: the last thread through its share of a create phase syncs the
+ * file system, inside the timed window (its end time counts for the phase). */
+static void sync_at_end(struct phase_thread *t, struct meta_plan *p)
+{
+    if (p->o->sync != SYNC_END || p->op != META_CREATE)
+        return;
+    if (atomic_fetch_add(&p->threads_done, 1) + 1 != p->o->c.threads || phase_stopping(t))
+        return;
+    if (syncfs(p->rootfd) != 0)
+        phase_fail(t, errno, "syncfs");
+}
+
 void meta_file_worker(struct phase_thread *t, void *arg)
 {
     struct meta_plan *p = arg;
@@ -261,6 +273,7 @@ void meta_file_worker(struct phase_thread *t, void *arg)
         phase_publish_counts(t);
     }
     free(buf);
+    sync_at_end(t, p);
 }
 
 /* "split": how the file phases' work is shared (the same for every phase). */

@@ -16,6 +16,7 @@
 #define META_CONTENT_SLACK 4096u   /* files start at varying offsets of the content buffer */
 
 enum fsync_mode { FSYNC_NONE, FSYNC_FILE, FSYNC_DIR };
+enum sync_mode { SYNC_NONE, SYNC_END };
 enum content { CONTENT_ZERO, CONTENT_RANDOM };
 
 struct meta_opts {
@@ -25,6 +26,7 @@ struct meta_opts {
     int content;
     struct meta_phases phases;
     int fsync;
+    int sync;                    /* enum sync_mode */
 };
 
 struct meta_plan {
@@ -41,6 +43,7 @@ struct meta_plan {
     int random;
     unsigned phase_index;
     _Atomic uint64_t next_dir;   /* directory phases: the next directory */
+    _Atomic unsigned threads_done; /* file phases: threads through their share (--sync end) */
 };
 
 /* Directory phase "mkdir" (before a create phase): make and open the

@@ -55,6 +55,7 @@ void test_int_out_file(void);
 /* test_integration_io.c */
 void test_int_meta_phases(void);
 void test_int_meta_missing_file_exit1(void);
+void test_int_meta_sync_end(void);
 void test_int_new_workloads_bad_args_exit2(void);
 void test_int_seqio_write_read(void);
 void test_int_randio_counts(void);

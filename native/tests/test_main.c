@@ -54,6 +54,7 @@ static const struct test tests[] = {
     T(test_int_out_file),
     T(test_int_meta_phases),
     T(test_int_meta_missing_file_exit1),
+    T(test_int_meta_sync_end),
     T(test_int_new_workloads_bad_args_exit2),
     T(test_int_seqio_write_read),
     T(test_int_randio_counts),

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from boatload.results import write_atomic
 from boatload.studies import registry
+from boatload.verdict import UNTESTABLE, bound_text
 
 __all__ = ["build_blog", "build_page", "column_label", "fmt_number", "fmt_value", "readable_table",
            "studies_with_summary"]
@@ -33,6 +34,8 @@ VERDICT_COLOURS = {
     "equivalent": "#1b7837",
     "same direction, smaller effect": "#5aae61",
     "same direction, larger effect": "#5aae61",
+    "same direction, size open": "#b35806",
+    "not reproduced": "#b2182b",
     "inconclusive": "#b35806",
     "contradicted": "#b2182b",
     "not equivalent": "#b2182b",
@@ -156,6 +159,10 @@ def _verdicts(summary: dict) -> str:
         verdict = v.get("verdict") or "–"
         if v.get("runs_to_settle") is not None:
             verdict += f" ({v['runs_to_settle']} runs per side to settle)"
+        elif bound_text(v):
+            verdict += f": {bound_text(v)}"
+        elif v.get("reason") and v.get("verdict") in UNTESTABLE:
+            verdict += f" ({v['reason']})"
         colour = VERDICT_COLOURS.get(v.get("verdict"))
         style = f' style="color: {colour}"' if colour else ""
         rows.append(

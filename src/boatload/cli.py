@@ -163,7 +163,7 @@ def _cmd_blog(args: argparse.Namespace) -> int:
 
 
 def _cmd_reproduce(args: argparse.Namespace) -> int:
-    from boatload.reproduce import main as reproduce
+    from boatload.budget import main as reproduce  # the budgeted run where the config sets one
 
     extra = args.snakemake_args[1:] if args.snakemake_args[:1] == ["--"] else args.snakemake_args
     studies = [name for part in args.studies or [] for name in part.replace(",", " ").split()]
@@ -182,6 +182,25 @@ def _cmd_fleet(args: argparse.Namespace) -> int:
     doc = write(Path(args.results), Path(args.out), args.hosts)
     print(f"{args.out}: {len(doc['hosts'])} hosts, {len(doc['claims'])} claims, "
           f"{doc['agreeing_claims']} with one verdict on every host")
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    from boatload.compare_page import run
+    from boatload.compare_report import settings_from, terminal
+    from boatload.compare_sets import SetError
+
+    try:
+        settings = settings_from(args.margin, args.level, Path(args.configfile) if args.configfile else None)
+        doc = run(args.a, args.b, Path(args.out), settings, Path(args.runs_root))
+    except (SetError, ValueError) as exc:
+        print(f"boatload compare: {exc}", file=sys.stderr)
+        return 2
+    print(terminal(doc))
+    print(f"{args.out}/compare.json, {args.out}/compare.html")
+    if args.fail_on == "slower" and doc["counts"]["slower"]:
+        print(f"boatload compare: {doc['counts']['slower']} points slower (--fail-on slower)", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -281,6 +300,17 @@ def parser() -> argparse.ArgumentParser:
     fleet.add_argument("--out", default="results/tables/fleet-summary.json")
     fleet.add_argument("hosts", nargs="+", help="the hosts, the first one's results in RESULTS, the others' in RESULTS/hosts/<host>")
     fleet.set_defaults(func=_cmd_fleet)
+
+    compare = sub.add_parser("compare", help="B's runs against A's: faster, slower or the same at every point")
+    compare.add_argument("a", help="A: data/runs/<host>, a results directory, or a host of the runs root")
+    compare.add_argument("b", help="B: as A")
+    compare.add_argument("--out", default="results/compare", help="folder for compare.json and compare.html")
+    compare.add_argument("--runs-root", default="data/runs", help="where host names are looked up (default: %(default)s)")
+    compare.add_argument("--configfile", help="read compare.margin from this config")
+    compare.add_argument("--margin", type=float, help="x/÷ this counts as the same (default: compare.margin, 1.05)")
+    compare.add_argument("--level", type=float, help="the intervals' level (default: the verdict rule's, 0.95)")
+    compare.add_argument("--fail-on", choices=["slower"], help="exit 1 when any point is slower (a CI gate)")
+    compare.set_defaults(func=_cmd_compare)
 
     figure = sub.add_parser("figure", help="rerun one study's notebook and the paper from existing data")
     figure.add_argument("study", choices=names())

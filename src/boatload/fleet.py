@@ -5,7 +5,8 @@ Reads what each host's notebooks and provenance rule wrote (the first host's
 in ``results/``, each other's in ``results/hosts/<host>/``) and the failure
 records under ``data/runs/<host>/archive/failed/``, and writes
 ``results/tables/fleet-summary.json``, which ``paper/fleet.typ`` and the blog
-pages read. The workflow writes it only when two or more hosts measured.
+pages read. Each other host's runs are also compared with the first host's,
+point by point, by ``boatload compare``'s code path (``measured``). The workflow writes it only when two or more hosts measured.
 
     boatload fleet --results results --out results/tables/fleet-summary.json node1 node2
 """
@@ -65,6 +66,36 @@ def spread(values: list[float]) -> dict:
             "max_over_min": high / low if low > 0 else None}
 
 
+def measured_against_first(hosts: list[str], runs_root: Path = Path("data/runs")) -> dict:
+    """Each other host's runs against the first host's, point by point
+    (boatload compare's code path): the verdict counts, the slower points and
+    what differs in provenance; None for a host without tidy tables."""
+    from boatload.compare import SLOWER
+    from boatload.compare_report import build, settings_from
+    from boatload.compare_sets import SetError, open_set
+
+    out: dict[str, dict | None] = {}
+    try:
+        first = open_set(hosts[0], runs_root, hosts[0])
+    except SetError:
+        return {h: None for h in hosts[1:]}
+    settings = settings_from(None, None, None)
+    for host in hosts[1:]:
+        try:
+            doc = build(first, open_set(host, runs_root, host), settings)
+        except SetError:
+            out[host] = None
+            continue
+        out[host] = {
+            "counts": doc["counts"], "margin": doc["margin"], "level": doc["level"],
+            "slower": [{k: p[k] for k in ("study", "target", "point", "ratio", "low", "high")}
+                       for p in doc["points"] if p["verdict"] == SLOWER],
+            "differs": [f"{d['section']}: {d['key']}" for d in doc["provenance"]["differs"]],
+            "threats": [f"{d['section']}: {d['key']}" for d in doc["threats"]],
+        }
+    return out
+
+
 def summarize(results: Path, hosts: list[str], runs_root: Path = Path("data/runs")) -> dict:
     """The fleet summary (see the module's docstring)."""
     results = Path(results)
@@ -109,6 +140,8 @@ def summarize(results: Path, hosts: list[str], runs_root: Path = Path("data/runs
         "failed": {h: len(v) for h, v in failed.items()},
         "failed_runs": failed,
         "agreeing_claims": sum(1 for c in claims if c["agree"]),
+        # the measurements themselves, each host against the first (boatload compare)
+        "measured": measured_against_first(hosts, Path(runs_root)),
     }
 
 

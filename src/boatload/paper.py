@@ -23,13 +23,19 @@ from pathlib import Path
 
 import typst
 
+from boatload import error_rates
 from boatload.audit import write_audit
 from boatload.devmodel.presets import describe_all as describe_presets
 from boatload.paths import repo_root
+from boatload.intervals import runs_for_interval
 from boatload.results import write_atomic_with
 from boatload.studies import registry
+from boatload.verdict import MEANINGS, VERDICTS, Rule
 
-__all__ = ["build_paper", "main", "paper_timestamp", "studies_with_results"]
+__all__ = ["build_paper", "main", "paper_timestamp", "studies_with_results", "verdict_words"]
+
+#: simulated claims per true ratio for the method section's error rates (about 2 s)
+WORD_DRAWS = 1000
 
 
 def studies_with_results(root: Path, results: Path) -> list[str]:
@@ -70,17 +76,39 @@ def _inside(path: Path, root: Path) -> bool:
     return True
 
 
+def verdict_words(root: Path, results_prefix: str, studies: list[str]) -> dict:
+    """Every verdict word with its rule and, for the words that decide, its
+    worst wrong-decision rate in simulation (boatload.error_rates) under the
+    rule of these results, at the fewest runs per side a claim here rests on."""
+    tables = root / results_prefix.lstrip("/") / "tables"
+    summaries = [json.loads((tables / f"{s}-summary.json").read_text()) for s in studies]
+    settings = next((sm["verdict_settings"] for sm in summaries if sm.get("verdict_settings")), None)
+    rule = Rule(**settings) if settings else Rule()
+    runs = [min(v["runs_per_side"]) for sm in summaries for v in sm.get("verdicts") or []
+            if v.get("runs_per_side") and v.get("ours_low") is not None]
+    n = max(min(runs, default=runs_for_interval(rule.level)), runs_for_interval(rule.level))
+    worst = error_rates.worst(error_rates.sweep(rule, [n], draws=WORD_DRAWS))
+    return {"runs_per_side": n, "draws": WORD_DRAWS, "allowed": round(1.0 - rule.level, 12),
+            "words": [{"word": w, "meaning": MEANINGS[w],
+                       "worst_wrong": worst[(n, w)][0] if (n, w) in worst else None} for w in VERDICTS]}
+
+
 def _compile(root: Path, results_prefix: str, studies: list[str], when: dt.datetime, fleet: bool = False) -> bytes:
     return typst.compile(
         str(root / "paper" / "paper.typ"),
         root=str(root),
         # the studies with results, in order, and each one's title (the study records);
         # fleet: paper/fleet.typ reads tables/fleet-summary.json
-        sys_inputs={"results": results_prefix, "studies": ",".join(studies),
+        # known-answer studies (calibration) apart: their claims are not the studies' claims
+        sys_inputs={"results": results_prefix,
+                    "studies": ",".join(s for s in studies if not registry()[s].known_answers),
+                    "checks": ",".join(s for s in studies if registry()[s].known_answers),
                     "titles": json.dumps({s: registry()[s].title for s in studies}),
                     "fleet": "1" if fleet else "",
                     # the models appendix: the device models' presets (data/devmodels.yaml)
-                    "devmodels": json.dumps(describe_presets())},
+                    "devmodels": json.dumps(describe_presets()),
+                    # the method section's table of verdict words, with their simulated error rates
+                    "verdict_words": json.dumps(verdict_words(root, results_prefix, studies))},
         timestamp=when,
     )
 

@@ -49,8 +49,12 @@ def studies(config: dict) -> list[str]:
 
 
 def runs(config: dict, errors: list[str] | None = None, added: dict[tuple[str, str, str], int] | None = None) -> list[Run]:
-    """Every run of the config, shuffled with its seed: no target or study is
-    always measured first (warm caches, a filling disk, a heating CPU).
+    """Every run of the config in rounds: round r holds every point's rep r,
+    in an order shuffled for that round with the config's seed (no target or
+    study is always measured first: warm caches, a filling disk, a heating
+    CPU), and the rounds follow one another. The two sides of a claim measured
+    in one round are a pair (boatload.intervals.round_ratio_interval): drift
+    over the whole run moves both alike.
 
     `added` (boatload.settle_record.added_reps): (study, target, point) -> the
     repetitions that point has in all once `boatload reproduce --settle` added
@@ -75,8 +79,18 @@ def runs(config: dict, errors: list[str] | None = None, added: dict[tuple[str, s
             errors.append(str(exc).removeprefix("config: "))
             continue
         out += [Run(name, job["target"]["name"], job["point"], job["rep"], job) for job in jobs]
-    out.sort(key=lambda r: r.key)
-    random.Random(config["seed"]).shuffle(out)
+    return in_rounds(out, config["seed"])
+
+
+def in_rounds(all_runs: list[Run], seed: int) -> list[Run]:
+    """`all_runs` round by round (rep 1's, then rep 2's, ...), each round shuffled
+    with its own generator from `seed` and the round, so adding rounds later
+    (boatload.settle) leaves the order of the earlier ones as it was."""
+    out = []
+    for rep in sorted({r.rep for r in all_runs}):
+        this_round = sorted((r for r in all_runs if r.rep == rep), key=lambda r: r.key)
+        random.Random(f"{seed}/round {rep}").shuffle(this_round)
+        out += this_round
     return out
 
 

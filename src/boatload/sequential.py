@@ -16,6 +16,15 @@ sum of those shares (the union bound), alpha(1) = alpha, whatever the looks'
 correlation and however coarse the exact rank intervals' levels: the design
 is conservative rather than exact, and it never needs the joint distribution
 of the looks. A claim decided at a look is frozen; it is not looked at again.
+
+When the first look is the workflow's own analysis of the first runs (at
+the verdict rule's level), its interval already spends the tail share that
+interval has, `first_alpha` (4 + 4 runs: 2/70 = 0.029 of 0.05): the first
+look is judged at 1 - first_alpha and the rest, alpha - first_alpha, is
+spent over the later looks by the same function of their own information
+fraction, (n - n_1) / (n_last - n_1). A look may also leave out claims (a
+time budget chooses which it measures): a claim's verdict at a look is then
+judged at that look's level on its runs, and the union bound still holds.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ class Design:
 
     alpha: float
     schedule: tuple[int, ...]
+    first_alpha: float = 0.0  # spent at the first look (the workflow's analysis); 0: by the function
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 0.5:
@@ -48,9 +58,11 @@ class Design:
         if len(self.schedule) < 2 or any(b <= a for a, b in zip(self.schedule, self.schedule[1:])) \
                 or self.schedule[0] < 1:
             raise ValueError(f"settle: the looks' runs per side must rise from at least 1, not {list(self.schedule)}")
+        if not 0.0 <= self.first_alpha < self.alpha:
+            raise ValueError(f"settle: the first look's alpha must lie in [0, {self.alpha}), not {self.first_alpha}")
 
     @classmethod
-    def planned(cls, alpha: float, first_runs: int, max_runs: int, looks: int) -> "Design":
+    def planned(cls, alpha: float, first_runs: int, max_runs: int, looks: int, first_alpha: float = 0.0) -> "Design":
         """`looks` looks from the `first_runs` made to `max_runs` per side, evenly spaced."""
         if looks < 2:
             raise ValueError(f"settle.looks: at least 2 (the first runs and one more look), not {looks}")
@@ -58,7 +70,7 @@ class Design:
             raise ValueError(f"settle.max_runs: {max_runs} cannot hold {looks} looks from the {first_runs} "
                              f"runs made (at least {first_runs + looks - 1})")
         step = (max_runs - first_runs) / (looks - 1)
-        return cls(alpha, tuple(first_runs + round(step * k) for k in range(looks)))
+        return cls(alpha, tuple(first_runs + round(step * k) for k in range(looks)), first_alpha)
 
     @property
     def looks(self) -> int:
@@ -66,7 +78,12 @@ class Design:
 
     def spent(self) -> list[float]:
         """The alpha spent at each look (they add up to `alpha`)."""
-        total = [obrien_fleming_spent(n / self.schedule[-1], self.alpha) for n in self.schedule]
+        if self.first_alpha > 0.0:
+            first, last, rest = self.schedule[0], self.schedule[-1], self.alpha - self.first_alpha
+            total = [self.first_alpha] + [self.first_alpha + obrien_fleming_spent((n - first) / (last - first), rest)
+                                          for n in self.schedule[1:]]
+        else:
+            total = [obrien_fleming_spent(n / self.schedule[-1], self.alpha) for n in self.schedule]
         return [b - a for a, b in zip([0.0, *total], total)]
 
     def levels(self) -> list[float]:
@@ -75,5 +92,7 @@ class Design:
 
     def text(self) -> str:
         levels = ", ".join(f"{lvl * 100:.4g} %" for lvl in self.levels())
+        first = (f", the first look (the workflow's analysis) spending {self.first_alpha:.3g} and the later ones "
+                 f"the rest" if self.first_alpha > 0.0 else "")
         return (f"at most {self.looks} looks at {', '.join(map(str, self.schedule))} runs per side, "
-                f"O'Brien-Fleming-type alpha spending of {self.alpha:g} in all, intervals at {levels}")
+                f"O'Brien-Fleming-type alpha spending of {self.alpha:g} in all{first}, intervals at {levels}")

@@ -89,6 +89,8 @@ class Study:
     #: (a summary's claim, the study's jobs) -> the (target, point) pairs whose runs
     #: the claim's two sides rest on (the points `reproduce --settle` measures again)
     claim_points: Callable[[dict, list], set] = field(default=lambda claim, jobs: named_points(claim, jobs))
+    #: its claims' answers are known (the calibration study): counted apart from the studies' claims
+    known_answers: bool = False
 
     @property
     def table_schema(self) -> dict:

@@ -85,3 +85,14 @@ def interference_note(frame: pl.DataFrame) -> str:
             f"constant load, kept as measured); the longest the measured threads waited for a CPU in one phase: "
             f"{100 * (waited or 0):.2f} % of it; the most CPU competing processes used in one phase: "
             f"{100 * (worst or 0):.2f} % of one core")
+
+
+def by_round(row: dict, column: str = "rates", rounds: str = "rounds") -> dict[int, float]:
+    """{round: rate} of a point's row in a notebook's per-point table: its list
+    of rates (`column`) beside the list of the rounds (reps, `rounds`) they were
+    measured in, so a claim's verdict can pair its two sides' runs by round
+    (boatload.verdict, boatload.intervals.round_ratio_interval)."""
+    values, keys = row[column], row[rounds]
+    if len(values) != len(keys) or len(set(keys)) != len(keys):
+        raise ValueError(f"{column}: one rate per round expected, got {len(values)} rates of rounds {list(keys)}")
+    return dict(zip(keys, values))

@@ -27,10 +27,20 @@ provisioned by boatload.targets and passed through untouched here:
 Without root nothing is measured (the job is recorded as skipped with the
 reason): log placement and flushes mean nothing on a plain directory.
 
-On a modelled target (`model:`, `log: {model:}`) each phase also records
-what reached the model during it (boatload.devmodel.phasecounts: flushes,
-FUA writes, writes, reads, the modelled time and the flushes' part of it),
-for the array and for a modelled log, to explain a ratio on the model.
+Durability (setting `durability`, a list of points per target): `none` is
+the original's create, which leaves its files in the page cache; `syncfs`
+ends the create with a syncfs inside its timed window (worker `--sync end`);
+`fsync` syncs every file before its close (`--fsync file`). Each may make
+fewer files (`syncfs_files`, `fsync_files`): writing every file back, or a
+device round trip per file, costs seconds on a modelled disk. Only the durable
+creates make the log and the flushes do the work the post timed.
+
+Each phase also records what reached the target's devices during it
+(boatload.devmodel.phasecounts): the block layer's reads, writes and flushes
+of each loop device (the data device, an external log's), and on a modelled
+target (`model:`, `log: {model:}`) the model's flushes, FUA writes, writes,
+reads, the modelled time and the flushes' part of it, for the array and a
+modelled log. They say whether a claim's mechanism ran in the phase.
 """
 
 from __future__ import annotations
@@ -65,12 +75,30 @@ def flushes(target: dict) -> str:
     return "dropped" if target.get("write_cache") == "write through" else "honoured"
 
 
+# durability point -> (the job's point, the worker's options for it); "none" keeps the
+# point and job of the runs measured before durability was a setting
+DURABILITY = {
+    "none": ("meta", []),
+    "syncfs": ("meta-syncfs", ["--sync", "end"]),
+    "fsync": ("meta-fsync", ["--fsync", "file"]),
+}
+
+
+def durability(job: dict) -> str:
+    return job.get("durability", "none")
+
+
 def worker_args(root, job: dict) -> list[str]:
     files, size = job["files"], job["file_size"]
     return [
         "--dir", str(root), "--files", str(files), "--dirs", str(min(job["dirs"], files)),
         "--size", str(size), "--phases", PHASE_ARG, "--threads", "1", "--seed", str(job["seed"]),
+        *DURABILITY[durability(job)][1],
     ]
+
+
+# every device the phase counts come from: modelled ones, then the loop devices
+COUNTED = (*phasecounts.DEVICES, *phasecounts.LOOPS)
 
 
 def _phase_result(ph: dict, label: str) -> dict:
@@ -86,8 +114,8 @@ def _phase_result(ph: dict, label: str) -> dict:
         "p99_us": lat.get("p99"),
         "cpu_user_s": ph["cpu_user_s"],
         "cpu_sys_s": ph["cpu_sys_s"],
-        # what reached each modelled device during the phase (None when not modelled)
-        **{dev: (ph.get("model_counts") or {}).get(dev) for dev in phasecounts.DEVICES},
+        # what reached each device during the phase (None when the target has no such device)
+        **{dev: (ph.get("model_counts") or {}).get(dev) for dev in COUNTED},
     }
 
 
@@ -111,20 +139,32 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
 
 
 def jobs(config: dict) -> list[dict]:
-    """Every run at this config's scale: target x repetition."""
+    """Every run at this config's scale: target x durability x repetition."""
     s = settings(config, STUDY)
     out = []
     for name in s["targets"]:
         t = for_target(s, name)
-        files, size, dirs = t["files"], t["file_size"], t["dirs"]
+        size, dirs = t["file_size"], t["dirs"]
         capacity.refuse_mount(target_spec(config, name), study="journal",
                               why="makes its file system with the log inside or on another device")
-        capacity.check(target_spec(config, name), study="journal", files=files + dirs + 16,
-                       data_bytes=files * -(-max(size, 1) // 4096) * 4096,
-                       what=f"{files:,} files of {size:,} bytes", lower="studies.journal.files")
-        out += [base_job(config, "journal", name, "meta", rep, files=files, file_size=size, dirs=dirs)
-                for rep in range(1, s["repetitions"] + 1)]
+        capacity.check(target_spec(config, name), study="journal", files=t["files"] + dirs + 16,
+                       data_bytes=t["files"] * -(-max(size, 1) // 4096) * 4096,
+                       what=f"{t['files']:,} files of {size:,} bytes", lower="studies.journal.files")
+        for dur in dict.fromkeys(t["durability"]):
+            point, _ = DURABILITY[dur]
+            files = t.get(f"{dur}_files") or t["files"]
+            extra = {} if dur == "none" else {"durability": dur}
+            out += [base_job(config, "journal", name, point, rep, files=files, file_size=size, dirs=dirs, **extra)
+                    for rep in range(1, s["repetitions"] + 1)]
     return out
+
+
+def claim_points(claim: dict, jobs: list[dict]) -> set[tuple[str, str]]:
+    """The (target, point) pairs of a claim: its two targets at its durability."""
+    names = {claim.get("numerator"), claim.get("denominator")}
+    point = DURABILITY.get(claim.get("durability") or "none", DURABILITY["none"])[0]
+    return {(job["target"]["name"], job["point"]) for job in jobs
+            if job["target"]["name"] in names and job["point"] == point}
 
 
 # Rough cost of one file through all five phases on a loop image, for the
@@ -137,8 +177,13 @@ def tools(job: dict) -> set[str]:
     return {"xfs_info" if job["target"].get("fs") == "xfs" else "dumpe2fs"}
 
 
+# a file's fsync: a log force and a flush, on the modelled array a rotation or more
+ESTIMATE_S_PER_FSYNC = 5e-3
+
+
 def estimate_s(job: dict) -> float:
-    return job["files"] * ESTIMATE_S_PER_FILE
+    per_file = ESTIMATE_S_PER_FILE + (ESTIMATE_S_PER_FSYNC if durability(job) == "fsync" else 0.0)
+    return job["files"] * per_file
 
 def run(job: dict) -> dict:
     """Provision, measure, tear down; without root the job is skipped (no stand-in directory)."""
@@ -152,12 +197,14 @@ def summary(doc: dict) -> str:
         f"{p['phase']} {p['ops_per_s']:.0f}/s" if p["ops_per_s"] else f"{p['phase']} -"
         for p in doc["result"].get("phases", [])
     )
-    return f"{target['name']} (log {log_placement(target)}, flushes {flushes(target)}): {doc['result']['files']} files: {rates}"
+    return (f"{target['name']} (log {log_placement(target)}, flushes {flushes(target)}, durability "
+            f"{durability(doc['job'])}): {doc['result']['files']} files: {rates}")
 
 
 COLUMNS = {
     "log": pl.String,
     "flushes": pl.String,
+    "durability": pl.String,
     "log_hardware": pl.String,
     "step": pl.Int64,
     "phase": pl.String,
@@ -176,6 +223,8 @@ COLUMNS = {
     **{f"{dev}_{k}": t for dev in phasecounts.DEVICES for k, t in (
         ("flushes", pl.Int64), ("fua_writes", pl.Int64), ("writes", pl.Int64),
         ("ms", pl.Float64), ("flush_ms", pl.Float64))},
+    # what the block layer passed to the data (loop_) and external log's (log_loop_) loop device
+    **{f"{dev}_{k}": pl.Int64 for dev in phasecounts.LOOPS for k in ("reads", "writes", "flushes")},
 }
 
 
@@ -187,6 +236,9 @@ def model_columns(p: dict) -> dict:
         out |= {f"{dev}_flushes": d.get("flushes"), f"{dev}_fua_writes": d.get("fua_writes"),
                 f"{dev}_writes": d.get("writes"), f"{dev}_ms": d.get("modelled_ms"),
                 f"{dev}_flush_ms": d.get("flush_ms")}
+    for dev in phasecounts.LOOPS:
+        d = p.get(dev) or {}
+        out |= {f"{dev}_{k}": d.get(k) for k in ("reads", "writes", "flushes")}
     return out
 
 
@@ -210,6 +262,7 @@ def rows(doc: dict) -> list[dict]:
             **base_row(doc, status, reason),
             "log": log_placement(target),
             "flushes": flushes(target),
+            "durability": durability(job),
             "log_hardware": log_hardware(target),
             "step": step,
             "phase": label,
@@ -249,6 +302,17 @@ STUDY = Study(
         file_size={"type": "integer", "minimum": 0, "default": 1024, "description": "bytes per file"},
         dirs={"type": "integer", "minimum": 0, "default": 0,
               "description": "directories the files spread over (0: one flat directory, as the original)"},
+        durability={"type": "array", "minItems": 1, "uniqueItems": True,
+                    "items": {"enum": list(DURABILITY)},
+                    "description": "the creates measured per target: none (the original's: the files stay in "
+                                   "the page cache), syncfs (a syncfs ends the create inside its timed window), "
+                                   "fsync (an fsync per file, on fsync_files files)"},
+        syncfs_files={"type": "integer", "minimum": 1,
+                      "description": "files of the syncfs create (default: files); the syncfs writes them all "
+                                     "back inside the timed window"},
+        fsync_files={"type": "integer", "minimum": 1,
+                     "description": "files of the fsync create (default: files); each fsync costs a device "
+                                    "round trip, milliseconds on a modelled disk"},
     ),
     jobs=jobs,
     run=run,
@@ -266,4 +330,8 @@ STUDY = Study(
         scale=(ScaleGap("files", ("counts", "files"), ("original", "files")),),
     ),
     cache=CACHE,
+    defaults={"ci": {"durability": ["none", "syncfs", "fsync"], "fsync_files": 100},
+              "quick": {"durability": ["none", "syncfs", "fsync"], "syncfs_files": 2000, "fsync_files": 100},
+              "full": {"durability": ["none", "syncfs", "fsync"], "syncfs_files": 50000, "fsync_files": 2000}},
+    claim_points=claim_points,
 )

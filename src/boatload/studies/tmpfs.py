@@ -262,7 +262,7 @@ def worker_tests(doc: dict, files: int) -> list[dict]:
             "p99_us": _sum(lat.get("p99") for lat in lats),
             "max_us": _sum(lat.get("max") for lat in lats),
             "complete": ops == files,
-            **({"model_requests": model} if model else {}),
+            **({"requests": model} if model else {}),
         })
     return out
 
@@ -459,15 +459,16 @@ COLUMNS = {
     "loop_direct_io": pl.Boolean,
     "swap_used_mb": pl.Float64,
     "peak_mb": pl.Float64,
-    # what reached the modelled disk during the test, the worker's runs only
-    # (boatload.devmodel.phasecounts.requests; null on this machine's hardware)
+    # what the test sent the disk, the worker's runs only (boatload.devmodel.phasecounts.requests):
+    # model_* what reached a modelled disk (null on this machine's), loop_* the data loop device's
     "model_reads": pl.Int64,
     "model_seq_reads": pl.Int64,
     "model_read_kib": pl.Float64,
     "model_read_ms": pl.Float64,
     "model_writes": pl.Int64,
-    "model_loop_reads": pl.Int64,
-    "model_loop_queue_depth": pl.Float64,
+    "loop_reads": pl.Int64,
+    "loop_read_kib": pl.Float64,
+    "loop_queue_depth": pl.Float64,
 }
 
 def rows(doc: dict) -> list[dict]:
@@ -522,7 +523,7 @@ def _tool_rows(doc: dict, tool: str, result: dict, position: int, first_tool: st
             "loop_direct_io": top.get("loop_direct_io"),
             "swap_used_mb": memory.get("swap_used_mb"),
             "peak_mb": memory.get("peak_mb"),
-            **{f"model_{k}": (t.get("model_requests") or {}).get(k) for k in phasecounts.REQUESTS},
+            **{k: (t.get("requests") or {}).get(k) for k in phasecounts.REQUESTS},
         })
     return out
 

@@ -56,7 +56,7 @@ def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, un
                     if r.kind == "loop" and r.facts.get("stack") == str(stack.dir))
     prov[key] = {
         "config": plain_model(model), "parameters": params, "stack_cost_us": cost.params(),
-        "stack": str(stack.dir), "device": stack.device, "faults": faults,
+        "stack": str(stack.dir), "faults": faults,
         # the model's counts (reads, writes, flushes, FUA writes, modelled
         # time) once attached (nbdfuse makes losetup's close of its file a
         # flush) and over the whole run: the stack's own dict, filled in at teardown

@@ -1,0 +1,99 @@
+"""The time budget of `make reproduce` (config `budget_minutes`,
+boatload.settle.budgeted): which open claims a look measures, that a decided
+claim gets no more runs, and on a real ci-sized run that the budget stops the
+choosing and the paper is still made, and a second run does nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from boatload import settle, settle_record
+from boatload.paths import repo_root
+from boatload.system import hostname
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices and mounts)")
+BOATLOAD = str(Path(sys.executable).parent / "boatload")
+NATIVE, TAR, TOUCH = ("forest/ext4/worker-1t", "forest/ext4/python"), ("forest/ext4/tar", "forest/ext4/unzip"), \
+    ("forest/ext4/touch-many", "forest/ext4/touch-each")
+
+
+def ci_forest() -> dict:
+    config = yaml.safe_load((repo_root() / "config" / "ci.yaml").read_text())
+    forest = config["studies"]["forest"]
+    forest.update(methods=["worker-1t", "python", "tar", "unzip", "touch-many", "touch-each"], targets=["ext4"],
+                  scale_files=[1000])
+    config["studies"] = {"forest": forest}
+    return config
+
+
+def record(decided_native: bool) -> dict:
+    def claim(points, decided, need):
+        return {"study": "forest", "points": list(points), "decided": decided, "entry": {"runs_to_settle": need}}
+
+    return {"schedules": {"forest": [1, 4]}, "first_reps": {"forest": 1}, "points": {},
+            "claims": {"forest: native": claim(NATIVE, decided_native, 4), "forest: tar": claim(TAR, False, 4),
+                       # beyond the design's last look (4) at the spread seen: chosen after every other
+                       "forest: touch": claim(TOUCH, False, 40)}}
+
+
+def test_a_decided_claim_gets_no_more_runs_and_the_choice_is_the_same_given_the_same_record(tmp_path):
+    config = ci_forest()
+    chosen, points, new = settle._choose(record(True), config, tmp_path, 2, 3600.0)
+    assert "forest: native" not in chosen and set(chosen) == {"forest: tar", "forest: touch"}
+    assert set(points) == set(TAR + TOUCH) and all(v == 4 for v in points.values())
+    # (no run was measured in this empty runs folder: the first round is pending too)
+    assert {(r.target, r.point) for r in new if r.rep > 1} == {tuple(p.split("/")[1:]) for p in TAR + TOUCH}
+    again = settle._choose(record(True), config, tmp_path, 2, 3600.0)
+    assert (list(again[0]), again[1], [r.key for r in again[2]]) == (list(chosen), points, [r.key for r in new])
+
+
+def test_the_budget_left_bounds_the_choice(tmp_path):
+    config = ci_forest()
+    everything, _, _ = settle._choose(record(False), config, tmp_path, 2, 3600.0)
+    assert list(everything)[-1] == "forest: touch"  # the one the last look cannot decide, last
+    assert settle._choose(record(False), config, tmp_path, 2, 0.0)[0] == {}
+    # time for the analysis and a few runs: the cheapest claims to decide, not the one beyond reach
+    some, _, new = settle._choose(record(False), config, tmp_path, 2, settle.ANALYSIS_ESTIMATE_S + 10.0)
+    assert some and "forest: touch" not in some
+    assert sum(settle.estimates([r for r in new if r.rep > 1], tmp_path).values()) <= 10.0
+
+
+def boatload(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{Path(BOATLOAD).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = subprocess.run([BOATLOAD, *args], cwd=workdir, capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return out
+
+
+@needs_root
+def test_a_spent_budget_chooses_no_points_finishes_the_paper_and_a_second_run_does_nothing(workdir):
+    config = ci_forest()
+    config["studies"]["forest"]["methods"] = ["worker-1t", "python", "tar", "unzip"]
+    # 3 seconds: the first rounds take longer, so no look's runs fit after them
+    config.update(budget_minutes=0.05, settle={"looks": 2, "max_repetitions": 4})
+    (workdir / "config" / "budget.yaml").write_text(yaml.safe_dump(config))
+    out = boatload(workdir, "reproduce", "--configfile", "config/budget.yaml")
+    assert "time budget 0.05 min" in out.stderr
+    runs = workdir / "data" / "runs" / hostname()
+    raws = sorted(runs.glob("forest/*/*/rep*.json"))
+    assert raws and all(p.name == "rep1.json" for p in raws), raws  # the first round only
+    assert (workdir / "results" / "paper" / "paper.pdf").is_file()
+    rec = settle_record.load(runs)
+    assert rec["budget_spent"] and not rec["points"]
+    summary = json.loads((workdir / "results" / "tables" / "forest-summary.json").read_text())
+    if rec["claims"]:  # claims were open: the budget, not their decision, ended the looks
+        assert rec["stopped"].startswith("the time budget (")
+    assert all(v["verdict"] in ("too few runs", "not tested") or "settle" not in v for v in summary["verdicts"])
+    mtimes = {p: p.stat().st_mtime_ns for p in raws}
+    pdf = (workdir / "results" / "paper" / "paper.pdf").stat().st_mtime_ns
+    boatload(workdir, "reproduce", "--configfile", "config/budget.yaml")
+    assert sorted(runs.glob("forest/*/*/rep*.json")) == raws
+    assert {p: p.stat().st_mtime_ns for p in raws} == mtimes
+    assert (workdir / "results" / "paper" / "paper.pdf").stat().st_mtime_ns == pdf

@@ -1,0 +1,131 @@
+"""The calibration study: its jobs, its notebook's known answers on tables
+whose truth the test sets (a null pair that differs must be marked wrong, a
+known effect away from the model's prediction too), and as root a real run of
+the known effect on the modelled disk against the same model twice as slow."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+
+from boatload.studies import calibration
+from boatload.studies.calibration import STUDY
+from conftest import ROOT, ours_left
+
+sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
+import fixturelib  # noqa: E402
+
+IS_ROOT = os.geteuid() == 0
+PREDICTED_BASE_US, PREDICTED_CHANGED_US = 7400.0, 14700.0
+
+
+def config(name: str) -> dict:
+    return yaml.safe_load((ROOT / "config" / name).read_text())
+
+
+@pytest.mark.parametrize("name", ["ci.yaml", "config.yaml"])
+def test_every_point_once_per_repetition(name):
+    cfg = config(name)
+    jobs = calibration.jobs(cfg)
+    reps = cfg["studies"]["calibration"].get("repetitions", cfg["repetitions"])
+    points = {"null-tree-a", "null-tree-b", "null-meta-a", "null-meta-b", "model-base", "model-changed"}
+    assert len(jobs) == len(points) * reps
+    assert {(j["point"], j["rep"]) for j in jobs} == {(p, r) for p in points for r in range(1, reps + 1)}
+    # the two points of a pair run the same workload on the same target
+    for a, b in (("null-tree-a", "null-tree-b"), ("null-meta-a", "null-meta-b")):
+        ja, jb = (next(j for j in jobs if j["point"] == p and j["rep"] == 1) for p in (a, b))
+        assert {k: v for k, v in ja.items() if k != "point"} == {k: v for k, v in jb.items() if k != "point"}
+
+
+def test_a_target_outside_the_study_is_named():
+    cfg = config("ci.yaml")
+    cfg["studies"]["calibration"]["model_changed"] = "ext4"
+    with pytest.raises(Exception, match="studies.calibration.model_changed"):
+        calibration.jobs(cfg)
+    cfg = config("ci.yaml")
+    cfg["studies"]["calibration"]["targets"].append("tmpfs")
+    cfg["studies"]["calibration"]["model_changed"] = "tmpfs"
+    with pytest.raises(Exception, match="model_changed: target 'tmpfs' has no model"):
+        calibration.jobs(cfg)
+
+
+def table(tree_b_factor: float, changed_factor: float, reps: int = 5, seed: int = 3) -> pl.DataFrame:
+    """Runs of every point: the null tree pair with b at `tree_b_factor` of a,
+    the changed model at `changed_factor` of the prediction's IOPS."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    truth = {"null-tree-a": 50_000.0, "null-tree-b": 50_000.0 * tree_b_factor, "null-meta-a": 30_000.0,
+             "null-meta-b": 30_000.0, "model-base": 1e6 / PREDICTED_BASE_US,
+             "model-changed": 1e6 / PREDICTED_CHANGED_US * changed_factor}
+    for point, rate in truth.items():
+        kind = "tree" if "tree" in point else "meta" if "meta" in point else "randio"
+        for rep in range(1, reps + 1):
+            r = rate * float(rng.lognormal(0.0, 0.02))
+            rows.append({"host": "fixture-host", "study": "calibration", "target": f"t-{point}", "filesystem": "ext4",
+                         "hardware": "hdd-7200*" if point == "model-changed" else
+                         "hdd-7200" if kind == "randio" else "this machine",
+                         "point": point, "kind": kind, "rep": rep, "ops": 1000, "seconds": 1000 / r, "rate": r,
+                         "unit": calibration.KINDS[kind], "lat_mean_us": 1e6 / r if kind == "randio" else None,
+                         "predicted_read_us": {"model-base": PREDICTED_BASE_US,
+                                               "model-changed": PREDICTED_CHANGED_US}.get(point),
+                         "status": "ok", "reason": None, "worker_version": "0", "kernel": "6.1",
+                         "started_at": f"2026-11-27T10:00:{rep:02d}+00:00"})
+    return pl.DataFrame(rows, schema=STUDY.table_schema)
+
+
+def run(tmp_path: Path, frame: pl.DataFrame) -> dict:
+    def make(out, variant):
+        return fixturelib.write(out, "calibration", frame, {"host": "fixture-host"})
+    out = fixturelib.run_notebook("calibration", make, tmp_path, ROOT)
+    return json.loads((out["results"] / "tables" / "calibration-summary.json").read_text())
+
+
+def by_id(summary: dict) -> dict:
+    return {v["claim_id"]: v for v in summary["verdicts"]}
+
+
+def test_known_answers_come_out_right_on_runs_that_hold_them(tmp_path):
+    s = run(tmp_path, table(tree_b_factor=1.0, changed_factor=1.0))
+    v = by_id(s)
+    assert s["predicted_ratio"] == pytest.approx(PREDICTED_BASE_US / PREDICTED_CHANGED_US)
+    assert v["model-slower"]["verdict"] == "reproduced" and v["model-slower"]["predicted_inside"] is True
+    assert v["tree-same"]["verdict"] == "equivalent" and v["tree-3x"]["verdict"] == "not reproduced"
+    assert s["answers"] == {"right": 5, "wrong": 0, "open": 0}
+    assert (tmp_path / "results" / "figures" / "calibration-ratios.svg").stat().st_size > 0
+
+
+def test_a_pair_that_differs_and_a_model_off_its_prediction_are_wrong_answers(tmp_path):
+    # b 30 % slower than a: "no difference" is decided not equivalent, a wrong answer for a null pair;
+    # the changed model 30 % faster than predicted: reproduced (inside the band) but the prediction lies outside
+    s = run(tmp_path, table(tree_b_factor=0.7, changed_factor=1.3))
+    v = by_id(s)
+    assert v["tree-same"]["verdict"] == "not equivalent" and v["tree-same"]["answer"] == "wrong"
+    assert v["model-slower"]["predicted_inside"] is False and v["model-slower"]["answer"] == "wrong"
+    assert s["answers"]["wrong"] >= 2
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root: modelled disks")
+def test_the_known_effect_on_real_modelled_disks(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
+    cfg = config("ci.yaml")
+    jobs = [j for j in calibration.jobs(cfg) if j["kind"] == "randio"]
+    docs = {j["point"]: STUDY.run(j) for j in jobs}
+    assert ours_left(tmp_path / "scratch") == []
+    for point, doc in docs.items():
+        r = doc["result"]
+        assert r["status"] == "ok", r["reason"]
+        # every read goes to the modelled media: no request is cheaper than the model's own time
+        assert r["lat_mean_us"] >= 0.85 * r["predicted_read_us"], (point, r["lat_mean_us"], r["predicted_read_us"])
+        assert r["ops"] > 0
+    base, changed = docs["model-base"]["result"], docs["model-changed"]["result"]
+    # seek and rotation twice as slow: the model's own prediction is near half the IOPS
+    predicted = base["predicted_read_us"] / changed["predicted_read_us"]
+    assert 0.45 < predicted < 0.55
+    assert changed["rate"] < base["rate"]
