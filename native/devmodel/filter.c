@@ -10,7 +10,10 @@
  * so tests can tell how many flushes reached the device. PATH.live, mapped
  * shared, holds the same counts after every request (LIVE_WORDS below), so
  * that a reader can take them at any moment (the edges of a measured phase)
- * at the cost of a few stores per request. */
+ * at the cost of a few stores per request. dm-trace=PATH (optional) writes
+ * one line per request: op (r, w, z, f), offset, length, arrival (the
+ * monotonic clock) and service time in microseconds, for finding where a
+ * phase's time goes. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -35,10 +38,13 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 /* The live counts: LIVE_WORDS little-endian 64-bit words, a sequence number
  * (odd while an update is under way; a reader takes two equal reads with an
  * even one), then reads, writes, flushes, fua_writes, cache_read_hits,
- * extents_written, modelled_us and flush_us (IEEE doubles), size. */
-#define LIVE_WORDS 10
+ * extents_written, modelled_us and flush_us (IEEE doubles), size, read_bytes,
+ * write_bytes, seq_reads, read_us (a double). */
+#define LIVE_WORDS 14
 static char *live_path;
 static volatile uint64_t *live;
+static char *trace_path;
+static FILE *trace;
 
 #define SPIN_US 200.0
 
@@ -90,10 +96,11 @@ static void write_stats(void)
             "{\"reads\": %" PRIu64 ", \"writes\": %" PRIu64 ", \"flushes\": %" PRIu64
             ", \"fua_writes\": %" PRIu64 ", \"cache_read_hits\": %" PRIu64
             ", \"extents_written\": %" PRIu64 ", \"modelled_us\": %.1f, \"flush_us\": %.1f, \"size\": %" PRIu64
-            "}\n",
+            ", \"read_bytes\": %" PRIu64 ", \"write_bytes\": %" PRIu64 ", \"seq_reads\": %" PRIu64
+            ", \"read_us\": %.1f}\n",
             model.st.reads, model.st.writes, model.st.flushes, model.st.fua_writes,
             model.st.cache_read_hits, model.st.extents_written, model.st.modelled_us, model.st.flush_us,
-            model.size);
+            model.size, model.st.read_bytes, model.st.write_bytes, model.st.seq_reads, model.st.read_us);
     if (fclose(f) != 0 || rename(tmp, stats_path) != 0)
         nbdkit_error("devmodel: cannot write %s: %m", stats_path);
 }
@@ -123,8 +130,19 @@ static void publish(void)
     live[7] = bits(st->modelled_us);
     live[8] = bits(st->flush_us);
     live[9] = model.size;
+    live[10] = st->read_bytes;
+    live[11] = st->write_bytes;
+    live[12] = st->seq_reads;
+    live[13] = bits(st->read_us);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     live[0] = seq + 2;
+}
+
+/* Caller holds the lock. */
+static void trace_request(char op, uint64_t offset, uint32_t count, double now, double end)
+{
+    if (trace)
+        fprintf(trace, "%c %" PRIu64 " %" PRIu32 " %.1f %.1f\n", op, offset, count, now, end - now);
 }
 
 /* Caller holds the lock; once, when the model is made. */
@@ -162,9 +180,13 @@ static void devmodel_unload(void)
     if (live)
         munmap((void *)live, LIVE_WORDS * sizeof(uint64_t));
     live = NULL;
+    if (trace)
+        fclose(trace);
+    trace = NULL;
     pthread_mutex_unlock(&lock);
     free(stats_path);
     free(live_path);
+    free(trace_path);
 }
 
 static int devmodel_config(nbdkit_next_config *next, nbdkit_backend *nxdata, const char *key,
@@ -186,6 +208,11 @@ static int devmodel_config(nbdkit_next_config *next, nbdkit_backend *nxdata, con
         }
         snprintf(live_path, n, "%s.live", stats_path);
         return 0;
+    }
+    if (!strcmp(key, "dm-trace")) {
+        free(trace_path);
+        trace_path = nbdkit_absolute_path(value);
+        return trace_path ? 0 : -1;
     }
     int r = dm_params_set(&params, key + 3, value);
     if (r == -1)
@@ -224,6 +251,13 @@ static int devmodel_prepare(nbdkit_next *next, void *handle, int readonly)
             model_ready = 1;
             write_stats(); /* zeros: a reader can tell "no flush yet" from "no model" */
             r = live_open();
+            if (r == 0 && trace_path) {
+                trace = fopen(trace_path, "we");
+                if (!trace) {
+                    nbdkit_error("devmodel: cannot write %s: %m", trace_path);
+                    r = -1;
+                }
+            }
         } else
             nbdkit_error("devmodel: cannot set up the model (out of memory?)");
     }
@@ -236,6 +270,8 @@ static void devmodel_close(void *handle)
     (void)handle;
     pthread_mutex_lock(&lock);
     write_stats();
+    if (trace)
+        fflush(trace);
     pthread_mutex_unlock(&lock);
 }
 
@@ -273,8 +309,9 @@ static int devmodel_pread(nbdkit_next *next, void *handle, void *buf, uint32_t c
 {
     (void)handle;
     pthread_mutex_lock(&lock);
-    double end = dm_read(&model, offset, count, mono_us());
+    double now = mono_us(), end = dm_read(&model, offset, count, now);
     publish();
+    trace_request('r', offset, count, now, end);
     int r = next->pread(next, buf, count, offset, flags, err);
     sleep_until(end, count);
     pthread_mutex_unlock(&lock);
@@ -286,8 +323,9 @@ static int devmodel_pwrite(nbdkit_next *next, void *handle, const void *buf, uin
 {
     (void)handle;
     pthread_mutex_lock(&lock);
-    double end = dm_write(&model, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, mono_us());
+    double now = mono_us(), end = dm_write(&model, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, now);
     publish();
+    trace_request('w', offset, count, now, end);
     int r = next->pwrite(next, buf, count, offset, flags & ~NBDKIT_FLAG_FUA, err); /* as for flush */
     sleep_until(end, count);
     pthread_mutex_unlock(&lock);
@@ -299,8 +337,9 @@ static int devmodel_zero(nbdkit_next *next, void *handle, uint32_t count, uint64
 {
     (void)handle;
     pthread_mutex_lock(&lock);
-    double end = dm_write(&model, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, mono_us());
+    double now = mono_us(), end = dm_write(&model, offset, count, (flags & NBDKIT_FLAG_FUA) != 0, now);
     publish();
+    trace_request('z', offset, count, now, end);
     int r = next->zero(next, count, offset, flags & ~NBDKIT_FLAG_FUA, err);
     sleep_until(end, count);
     pthread_mutex_unlock(&lock);
@@ -317,8 +356,9 @@ static int devmodel_flush(nbdkit_next *next, void *handle, uint32_t flags, int *
     (void)next;
     (void)flags;
     (void)err;
-    double end = dm_flush(&model, mono_us());
+    double now = mono_us(), end = dm_flush(&model, now);
     publish();
+    trace_request('f', 0, 0, now, end);
     int r = 0;
     sleep_until(end, 0);
     write_stats();
@@ -333,7 +373,7 @@ static struct nbdkit_filter filter = {
     .unload = devmodel_unload,
     .config = devmodel_config,
     .config_complete = devmodel_config_complete,
-    .config_help = "dm-kind=hdd|raid|ssd dm-FIELD=VALUE ... dm-stats=PATH",
+    .config_help = "dm-kind=hdd|raid|ssd dm-FIELD=VALUE ... dm-stats=PATH [dm-trace=PATH]",
     .thread_model = devmodel_thread_model,
     .prepare = devmodel_prepare,
     .close = devmodel_close,

@@ -305,12 +305,20 @@ static double submit(struct dm *m, enum op op, uint64_t off, uint64_t len, doubl
 double dm_read(struct dm *m, uint64_t off, uint32_t len, double now_us)
 {
     m->st.reads++;
-    return submit(m, OP_READ, off, len, now_us);
+    m->st.read_bytes += len;
+    if (off == m->last_end)
+        m->st.seq_reads++;
+    m->last_end = off + len;
+    double end = submit(m, OP_READ, off, len, now_us);
+    m->st.read_us += end - now_us;
+    return end;
 }
 
 double dm_write(struct dm *m, uint64_t off, uint32_t len, int fua, double now_us)
 {
     m->st.writes++;
+    m->st.write_bytes += len;
+    m->last_end = off + len;
     if (fua)
         m->st.fua_writes++;
     return submit(m, fua ? OP_WRITE_FUA : OP_WRITE, off, len, now_us);
@@ -331,6 +339,7 @@ int dm_init(struct dm *m, const struct dm_params *p, uint64_t size)
         return -1;
     m->p = *p;
     m->size = size;
+    m->last_end = UINT64_MAX;
     m->ndisks = p->kind == DM_RAID ? p->disks : 1;
     m->disk = calloc((size_t)m->ndisks, sizeof *m->disk);
     if (!m->disk)

@@ -58,11 +58,16 @@ struct dm_stats {
     uint64_t extents_written; /* extents written out of a cache to media */
     double modelled_us;       /* sum of the service times given */
     double flush_us;          /* the part of modelled_us that flushes took */
+    /* what the requests were, whatever they cost: bytes, and the reads
+     * that began where the request before them (of any kind) ended */
+    uint64_t read_bytes, write_bytes, seq_reads;
+    double read_us;           /* the part of modelled_us that reads took */
 };
 
 struct dm {
     struct dm_params p;
     uint64_t size;
+    uint64_t last_end;             /* where the last read or write ended (for seq_reads) */
     double seek_a, seek_b, seek_c; /* seek(x) = a + b sqrt(x) + c x, x = d / full stroke */
     int ndisks;
     struct dm_disk *disk;

@@ -240,6 +240,27 @@ static void test_one_arm(void)
     dm_free(&m);
 }
 
+static void test_request_counts(void)
+{
+    struct dm_params p;
+    hdd_params(&p);
+    struct dm m;
+    dm_init(&m, &p, (uint64_t)GIB);
+    double t = dm_read(&m, 0, 4096, 0);    /* the first: nothing before it */
+    t = dm_read(&m, 4096, 8192, t);         /* where the last ended */
+    t = dm_read(&m, 1 << 20, 4096, t);      /* a jump */
+    t = dm_write(&m, 2 << 20, 4096, 0, t);
+    double r0 = m.st.read_us;
+    double w = t;
+    t = dm_read(&m, (2 << 20) + 4096, 4096, t); /* where the write ended: sequential too */
+    CHECK(m.st.reads == 4 && m.st.seq_reads == 2, "4 reads, 2 sequential: %llu, %llu",
+          (unsigned long long)m.st.reads, (unsigned long long)m.st.seq_reads);
+    CHECK(m.st.read_bytes == 4096 * 3 + 8192 && m.st.write_bytes == 4096, "bytes: %llu, %llu",
+          (unsigned long long)m.st.read_bytes, (unsigned long long)m.st.write_bytes);
+    CHECK(NEAR(m.st.read_us - r0, t - w, 1e-6), "read time counted: %f", m.st.read_us - r0);
+    dm_free(&m);
+}
+
 static void raid_params(struct dm_params *p)
 {
     hdd_params(p);
@@ -350,7 +371,7 @@ int main(void)
 #define T(f) {#f, f}
         T(test_seek_curve), T(test_random_reads_match_expectation), T(test_rotation_and_sequential),
         T(test_zones), T(test_write_cache_flush_in_lba_order), T(test_write_cache_merges_and_serves_reads),
-        T(test_fua_and_full_cache), T(test_one_arm), T(test_raid_striping), T(test_ssd),
+        T(test_fua_and_full_cache), T(test_one_arm), T(test_request_counts), T(test_raid_striping), T(test_ssd),
         T(test_param_checks),
 #undef T
     };

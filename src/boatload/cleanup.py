@@ -137,7 +137,7 @@ def cleanup(scratch: Path, force: bool = False, only_pid: int | None = None) -> 
 
     mem = find_leftovers(scratch, ledger, force) if only_pid is None else Leftovers(ledger)
     mounted = [mp for mp in mounts if mount_at(mp) is not None]
-    privileged = mem.privileged() + devmodel_leftovers.privileged(scratch, force)
+    privileged = mem.privileged() + devmodel_leftovers.privileged(scratch, force, only_pid)
     if (mounted or loops or privileged) and not is_root():
         what = f"{len(mounted)} mount(s) and {len(loops)} loop device(s)"
         if privileged:
@@ -170,7 +170,7 @@ def cleanup(scratch: Path, force: bool = False, only_pid: int | None = None) -> 
         done += handed_done
         failed += handed_failed
         # 1c. modelled devices' stacks (loop on FUSE, nbdfuse, nbdkit), under the file systems just unmounted
-        nbd_done, nbd_failed = devmodel_leftovers.undo(scratch, force)
+        nbd_done, nbd_failed = devmodel_leftovers.undo(scratch, force, only_pid)
         done += nbd_done
         failed += nbd_failed
         # 2. detach loop devices backed by our images

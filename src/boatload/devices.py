@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from boatload import blockdev
+from boatload.devmodel.leftovers import dead_servers
 from boatload.targets.guard import assess
 from boatload.targetspec import LOOP_FS, MIN_SIZE_MB, MiB
 
@@ -16,6 +17,7 @@ SMALLEST = min(MIN_SIZE_MB[fs] for fs in LOOP_FS) * MiB  # the file systems a de
 
 def survey(scratch: Path | None) -> list[dict]:
     out = []
+    dead = dead_servers(scratch) if scratch is not None else {}
     for dev in blockdev.all_devices():
         a = assess(dev, scratch)
         size = dev.size_bytes
@@ -41,6 +43,7 @@ def survey(scratch: Path | None) -> list[dict]:
             "in_use": a.in_use,
             "signatures": a.signatures,
             "wipe_needed": bool(a.signatures),
+            "dead_stack": dead.get(dev.path),  # a modelled device whose nbdkit is gone
         })
     return out
 
@@ -63,4 +66,6 @@ def render(rows: list[dict]) -> list[str]:
         rot = {True: "rotational", False: "non-rotational", None: "?"}[r["rotational"]]
         lines.append(f"{r['path']:<16} {_size(r['size_bytes']):>7} {rot:<14} {r['model'] or '-':<16} {status}")
         lines.append(f"{'':<16} identity: {r['identity']}")
+        if r.get("dead_stack"):
+            lines.append(f"{'':<16} {r['dead_stack']}")
     return lines

@@ -44,9 +44,17 @@ def stop_daemon(pid: int, start: str | None, timeout: float = 5.0) -> bool:
     return True
 
 
-def _stacks(scratch: Path, ledger: Ledger, force: bool) -> tuple[dict[Path, list], list[Path], set[str]]:
+def _stacks(scratch: Path, ledger: Ledger, force: bool,
+            only_pid: int | None = None) -> tuple[dict[Path, list], list[Path], set[str]]:
     """Left-over stack directories (with their ledger resources), calibration
-    images, and the ids of every ledger resource that belongs to them."""
+    images, and the ids of every ledger resource that belongs to them.
+    `only_pid`: just what that (exited) process made, e.g. a `target up`."""
+
+    def gone(pid: int, start: str | None = None) -> bool:
+        if only_pid is not None:
+            return pid == only_pid
+        return force or not pid_alive(pid, start)
+
     nbd = scratch / "nbd"
     owners: dict[Path, list] = {}
     ids: set[str] = set()
@@ -55,7 +63,7 @@ def _stacks(scratch: Path, ledger: Ledger, force: bool) -> tuple[dict[Path, list
         stack = r.facts.get("stack") or (r.path if r.kind == "nbd" else None)
         if r.released or not stack or Path(stack).parent != nbd:
             continue
-        if force or not pid_alive(r.pid, r.pid_start):
+        if gone(r.pid, r.pid_start):
             owners.setdefault(Path(stack), []).append(r)
             ids.add(r.id)
         else:
@@ -68,7 +76,7 @@ def _stacks(scratch: Path, ledger: Ledger, force: bool) -> tuple[dict[Path, list
     for n in names:
         p = nbd / n
         m = IMAGE_RE.match(n) or DIR_RE.match(n)
-        if not m or p in live or (not force and pid_alive(int(m["pid"]))):
+        if not m or p in live or not gone(int(m["pid"])):
             continue
         if IMAGE_RE.match(n):
             images.append(p)
@@ -80,26 +88,84 @@ def _stacks(scratch: Path, ledger: Ledger, force: bool) -> tuple[dict[Path, list
     return owners, images, live
 
 
-def privileged(scratch: Path, force: bool = False) -> list[str]:
+def _pidfile_pid(d: Path) -> int | None:
+    try:
+        return int((d / "nbdkit.pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def dead_server(d: Path, resources: list, backed: dict[str, str]) -> str | None:
+    """One line if the stack `d` still has its loop device but the nbdkit
+    serving it is gone (killed while its target was up): every I/O of that
+    device is an error. `backed` maps FUSE files to the loop devices on them."""
+    device = backed.get(str(d / "mnt" / "nbd"))
+    kits = [r for r in resources if r.kind == "daemon" and r.facts.get("role") == "nbdkit"
+            and isinstance(r.facts.get("daemon_pid"), int)]
+    if device is None or not kits:
+        return None
+    kit = kits[-1]
+    pid, served = kit.facts["daemon_pid"], _pidfile_pid(d)
+    # with a keeper (boatload.devmodel.stack), daemon_pid is the keeper's and the pidfile nbdkit's
+    alive = pid_alive(pid, kit.facts.get("daemon_start")) and (served is None or _cmdline_names(served, d))
+    if alive:
+        return None
+    return (f"targets.{d.name.rsplit('-', 2)[0]}: the nbdkit (pid {served or pid}) serving modelled device "
+            f"{device} is gone, so every I/O on {device} fails{_last_line(d / 'nbdkit.log')}")
+
+
+def _last_line(log: Path) -> str:
+    try:
+        lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return f" (nbdkit's last words: {lines[-1]})" if lines else ""
+
+
+def dead_servers(scratch: Path) -> dict[str, str]:
+    """Every loop device of `scratch` whose stack's nbdkit is gone, whoever
+    made it: device -> dead_server's line (for `boatload devices`)."""
+    scratch = Path(scratch)
+    by_stack: dict[Path, list] = {}
+    for r in Ledger(scratch).resources().values():
+        stack = r.facts.get("stack")
+        if not r.released and stack and Path(stack).parent == scratch / "nbd":
+            by_stack.setdefault(Path(stack), []).append(r)
+    if not by_stack:
+        return {}
+    backed = {dev["back-file"]: dev["name"] for dev in loop_devices(find_tool("losetup"))}
+    out = {}
+    for d, resources in by_stack.items():
+        line = dead_server(d, resources, backed)
+        if line:
+            out[backed[str(d / "mnt" / "nbd")]] = line
+    return out
+
+
+def privileged(scratch: Path, force: bool = False, only_pid: int | None = None) -> list[str]:
     """The left-over stacks whose undoing needs root (a FUSE mount or a loop
     device on it), one phrase for cleanup's refusal; [] if none."""
-    stacks, _, _ = _stacks(Path(scratch), Ledger(Path(scratch)), force)
+    stacks, _, _ = _stacks(Path(scratch), Ledger(Path(scratch)), force, only_pid)
     backed = {dev["back-file"] for dev in loop_devices(find_tool("losetup"))} if stacks else set()
     held = [d for d in stacks if mount_at(d / "mnt") is not None or str(d / "mnt" / "nbd") in backed]
     return [f"{len(held)} modelled device stack(s)"] if held else []
 
 
-def undo(scratch: Path, force: bool = False) -> tuple[list[str], list[str]]:
+def undo(scratch: Path, force: bool = False, only_pid: int | None = None) -> tuple[list[str], list[str]]:
     """Tear down left-over stacks; (what was done, what failed), one line each."""
     scratch = Path(scratch)
     ledger = Ledger(scratch)
-    stacks, images, _ = _stacks(scratch, ledger, force)
+    stacks, images, _ = _stacks(scratch, ledger, force, only_pid)
     done: list[str] = []
     failed: list[str] = []
     if not stacks and not images:
         return done, failed
     losetup, fusermount, umount = find_tool("losetup"), find_tool("fusermount3"), find_tool("umount")
+    backed = {dev["back-file"]: dev["name"] for dev in loop_devices(losetup)} if stacks else {}
     for d, resources in stacks.items():
+        died = dead_server(d, resources, backed)
+        if died:
+            done.append(died)
         backing = str(d / "mnt" / "nbd")
         found = {r.facts.get("device"): r.facts.get("write_cache_before") for r in resources if r.kind == "loop"}
         for dev in loop_devices(losetup):

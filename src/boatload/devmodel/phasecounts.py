@@ -17,6 +17,12 @@ devices (`loop` for the data device, `log_loop` for an external log's), from
 writes and flushes completed): the counts of this machine's disk, where no
 model counts anything. A loop device that reports a write-through cache
 never receives a flush (the block layer drops them before the driver).
+
+Beyond the counts of requests: the model's bytes, its reads that began where
+the request before them (of any kind) ended and the time it charged for
+reads; the loop device's read sectors and its busy and queue times, whose
+ratio is the mean number of requests in flight while it was busy.
+`requests()` adds a test's phases up (the tmpfs study's table columns).
 """
 
 from __future__ import annotations
@@ -27,17 +33,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # a sequence number (odd while the filter updates), then these
-LIVE = struct.Struct("<7Q2dQ")
+LIVE = struct.Struct("<7Q2dQ3Qd")
 LIVE_KEYS = ("reads", "writes", "flushes", "fua_writes", "cache_read_hits", "extents_written",
-             "modelled_us", "flush_us", "size")
+             "modelled_us", "flush_us", "size", "read_bytes", "write_bytes", "seq_reads", "read_us")
 LIVE_FILE = "stats.json.live"
 # a target's modelled devices, by their key in its provenance (boatload.targets.modelled)
 DEVICES = ("model", "log_model")
-COUNTS = ("flushes", "fua_writes", "writes", "reads")
+COUNTS = ("flushes", "fua_writes", "writes", "reads", "read_bytes", "write_bytes", "seq_reads",
+          "read_sectors", "busy_ms", "queue_ms")
 # a target's loop devices (data, external log), by the key of their path in its provenance
 LOOPS = {"loop": "loop_device", "log_loop": "log_device"}
-# /sys/block/<dev>/stat: 0-based field -> our name (reads, writes and flushes completed)
-BLOCK_STAT_FIELDS = {0: "reads", 4: "writes", 15: "flushes"}
+# /sys/block/<dev>/stat: 0-based field -> our name (reads, writes and flushes completed;
+# sectors read; ms busy and ms of requests in flight, io_ticks and time_in_queue)
+BLOCK_STAT_FIELDS = {0: "reads", 4: "writes", 15: "flushes", 2: "read_sectors", 9: "busy_ms", 10: "queue_ms"}
 
 
 def live_counts(stack_dir: Path | str, tries: int = 1000) -> dict:
@@ -71,13 +79,23 @@ def block_counts(device: str | Path) -> dict:
 
 def delta(begin: dict, end: dict) -> dict | None:
     """What reached the device between two readings (None if either is
-    missing): the counts both have, and a model's times in ms."""
+    missing): the counts both have, a model's times in ms, the mean read's
+    KiB and a loop device's mean queue depth while busy."""
     if not begin or not end:
         return None
     out = {k: end[k] - begin[k] for k in COUNTS if k in begin and k in end}
     if "modelled_us" in begin and "modelled_us" in end:
         out |= {"modelled_ms": round((end["modelled_us"] - begin["modelled_us"]) / 1000, 3),
                 "flush_ms": round((end["flush_us"] - begin["flush_us"]) / 1000, 3)}
+    if "read_us" in begin and "read_us" in end:
+        out["read_ms"] = round((end["read_us"] - begin["read_us"]) / 1000, 3)
+    read_kib = (out["read_bytes"] / 1024 if "read_bytes" in out
+                else out["read_sectors"] / 2 if "read_sectors" in out else None)
+    if read_kib is not None:
+        out["read_kib"] = read_kib
+        out["mean_read_kib"] = round(read_kib / out["reads"], 2) if out.get("reads") else None
+    if "queue_ms" in out:
+        out["queue_depth"] = round(out["queue_ms"] / out["busy_ms"], 3) if out.get("busy_ms") else None
     return out
 
 
@@ -124,3 +142,30 @@ def attach(doc: dict, phases: list[dict]) -> None:
     for ph in doc.get("phases", []):
         if queue and queue[0]["phase"] == ph.get("name"):
             ph["model_counts"] = {k: v for k, v in queue.pop(0).items() if k != "phase"}
+
+
+# a test's columns (boatload.studies.tmpfs): the model's and the data loop device's
+REQUESTS = ("model_reads", "model_seq_reads", "model_read_kib", "model_read_ms", "model_writes",
+            "loop_reads", "loop_read_kib", "loop_queue_depth")
+
+
+def requests(phases: list[dict]) -> dict | None:
+    """What a test's phases (a worker result's, with `model_counts`) sent the
+    disk, added up: the modelled disk's reads (how many began where the
+    request before them ended, KiB, the time it charged) and writes, and the
+    data loop device's reads, KiB and mean queue depth while busy (weighted
+    by each phase's busy time). None where neither was counted."""
+    counted = [ph.get("model_counts") or {} for ph in phases]
+    model = [c.get("model") for c in counted]
+    loop = [c.get("loop") for c in counted]
+    out = {}
+    if model and all(model):
+        out |= {"model_reads": sum(m["reads"] for m in model), "model_seq_reads": sum(m["seq_reads"] for m in model),
+                "model_read_kib": sum(m["read_kib"] for m in model),
+                "model_read_ms": round(sum(m["read_ms"] for m in model), 3),
+                "model_writes": sum(m["writes"] for m in model)}
+    if loop and all(loop):
+        busy = sum(lp["busy_ms"] for lp in loop)
+        out |= {"loop_reads": sum(lp["reads"] for lp in loop), "loop_read_kib": sum(lp["read_kib"] for lp in loop),
+                "loop_queue_depth": round(sum(lp["queue_ms"] for lp in loop) / busy, 3) if busy else None}
+    return out or None

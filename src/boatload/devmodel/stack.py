@@ -7,9 +7,16 @@ Everything is recorded in the ledger before it is made and undone by the
 caller's Teardown in reverse order: loop device, FUSE mount (nbdfuse exits),
 nbdkit, the stack's directory (pidfile, logs, the model's counts). nbdkit
 and nbdfuse share a socket pair, so there is no socket file. nbdkit runs with
---exit-with-parent (unless the disk holds swap: `outlive_parent`) and both daemons in their own session, so a terminal's
+--exit-with-parent, and both daemons in their own session, so a terminal's
 Ctrl-C reaches only us and the teardown, not the device under the mounted
 file system. After a SIGKILL, boatload.devmodel.leftovers finds the rest.
+
+A stack that must outlive us (`outlive_parent`: a disk holding swap, a
+`boatload target up`) gives nbdkit a parent of its own that lives as long as
+it does, coreutils `timeout 0` (no time limit): nbdkit 1.32 sets
+PR_SET_PDEATHSIG to SIGTERM at start even without --exit-with-parent, so
+with us as its parent it would stop serving the moment we exit. `timeout`
+passes SIGTERM, SIGINT and SIGHUP on to nbdkit and exits as it does.
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ from boatload.signals import deferred_signals
 from boatload.targetspec import TargetError
 from boatload.tools import find as find_tool
 
-STACK_TOOLS = ("nbdkit", "nbdfuse", "fusermount3", "losetup")
+STACK_TOOLS = ("nbdkit", "nbdfuse", "fusermount3", "losetup", "timeout")
 START_TIMEOUT = 20.0
 
 
@@ -107,7 +114,8 @@ def resolve_stack_tools() -> dict[str, str]:
     for t in STACK_TOOLS:
         path = find_tool(t)
         if path is None:
-            pkg = {"nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "fusermount3": "fuse3", "losetup": "mount"}[t]
+            pkg = {"nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "fusermount3": "fuse3", "losetup": "mount",
+                   "timeout": "coreutils"}[t]
             raise TargetError(f"modelled devices need `{t}`, which is not installed (Debian package {pkg})")
         out[t] = path
     native.require_built()
@@ -190,8 +198,10 @@ def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledge
     try:
         # nbdkit: the error filter (if any) outside the model, the file plugin inside
         filters = ["--filter=error"] if faults else []
+        keeper = [tools["timeout"], "0"] if outlive_parent else []  # see the module's docstring
         argv = [
-            tools["nbdkit"], "-s", *([] if outlive_parent else ["--exit-with-parent"]), "--pidfile", str(d / "nbdkit.pid"),
+            *keeper, tools["nbdkit"], "-s", *([] if outlive_parent else ["--exit-with-parent"]),
+            "--pidfile", str(d / "nbdkit.pid"),
             *filters, f"--filter={native.filter_path()}", "file", str(image),
             *[f"dm-{a}" for a in native.param_args(params)], f"dm-stats={stats}", *fault_args(faults, trigger),
         ]

@@ -94,6 +94,7 @@ from pathlib import Path
 import polars as pl
 
 from boatload import capacity, memlimit, system
+from boatload.devmodel import phasecounts
 from boatload.errors import ConfigError
 from boatload.paths import scratch_dir
 from boatload.peers import bonnie
@@ -245,6 +246,7 @@ def worker_tests(doc: dict, files: int) -> list[dict]:
                         "complete": False})
             continue
         seconds = sum(ph["seconds"] for ph in got)
+        model = phasecounts.requests(got)
         cpu = sum(ph["cpu_user_s"] + ph["cpu_sys_s"] for ph in got)
         ops = min(ph["ops"] for ph in got)
         lats = [ph.get("latency_us") or {} for ph in got]
@@ -260,6 +262,7 @@ def worker_tests(doc: dict, files: int) -> list[dict]:
             "p99_us": _sum(lat.get("p99") for lat in lats),
             "max_us": _sum(lat.get("max") for lat in lats),
             "complete": ops == files,
+            **({"requests": model} if model else {}),
         })
     return out
 
@@ -319,14 +322,15 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
         base["loop_direct_io"] = False
     swap_on = provisioned.provenance.get("swap_dir")  # a modelled tmpfs's swap disk
     base["swap_on"] = swap_on
-    for position, tool, result in adjacent.one_by_one(root, job["tools"],
-                                                      lambda d, tool: _measure_tool(d, job, tool, swap_on)):
+    provenance = provisioned.provenance
+    for position, tool, result in adjacent.one_by_one(
+            root, job["tools"], lambda d, tool: _measure_tool(d, job, tool, swap_on, provenance)):
         base["tools"][tool] = {**result, "position": position}
     failed = next((r for r in base["tools"].values() if r["status"] != "ok"), None)
     return {**base, "status": failed["status"] if failed else "ok", "reason": failed["reason"] if failed else None}
 
 
-def _measure_tool(d: Path, job: dict, tool: str, swap_on: str | None) -> dict:
+def _measure_tool(d: Path, job: dict, tool: str, swap_on: str | None, provenance: dict | None = None) -> dict:
     """One tool's six tests in `d`, in a fresh memory limit, run again (in a
     fresh limit) while the kernel's reclaim gives up with swap to spare."""
     base = {"tool": TOOLS[tool], "files": tool_files(job, tool), "tests": [], "memory": None, "memory_limit": None,
@@ -339,7 +343,7 @@ def _measure_tool(d: Path, job: dict, tool: str, swap_on: str | None) -> dict:
             shutil.rmtree(d)
             d.mkdir()
         try:
-            status, reason, found, raw = _measure_once(d, job, tool, swap_on)
+            status, reason, found, raw = _measure_once(d, job, tool, swap_on, provenance)
         except memlimit.MemoryLimitError as exc:
             return {**base, "status": "error", "reason": f"memory limit: {exc}", "reclaim_gave_up": given_up}
         memory = {**memory_stats(raw), "raw": raw}
@@ -366,14 +370,20 @@ def reclaim_gave_up(memory: dict, swap_mb: int) -> bool:
     return bool(memory["oom_events"]) and used is not None and used <= 0.9 * swap_mb
 
 
-def _measure_once(root: Path, job: dict, tool: str, swap_on: str | None) -> tuple[str, str | None, dict, dict]:
-    """One run in a fresh memory limit: status, reason, the result's parts, the cgroup's stats."""
+def _measure_once(root: Path, job: dict, tool: str, swap_on: str | None,
+                  provenance: dict | None = None) -> tuple[str, str | None, dict, dict]:
+    """One run in a fresh memory limit: status, reason, the result's parts, the cgroup's stats.
+    On a modelled target the worker's phases keep what reached the model
+    (boatload.devmodel.phasecounts) as `model_counts`."""
     status, reason, found = "ok", None, {}
     swap_home = Path(swap_on) if swap_on else None
     with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch_dir(), swap_on=swap_home) as limit:
         try:
             if tool == "worker":
-                doc = run_worker("meta", worker_args(root, job), limit=limit)
+                counts = phasecounts.PhaseCounts.of(provenance)
+                doc = run_worker("meta", worker_args(root, job), limit=limit, on_phase=counts)
+                if counts is not None:
+                    phasecounts.attach(doc, counts.phases())
                 found["worker_result"] = doc
                 found["tests"] = worker_tests(doc, job["files"])
                 if doc["status"] != "ok":
@@ -449,6 +459,16 @@ COLUMNS = {
     "loop_direct_io": pl.Boolean,
     "swap_used_mb": pl.Float64,
     "peak_mb": pl.Float64,
+    # what the test sent the disk, the worker's runs only (boatload.devmodel.phasecounts.requests):
+    # model_* what reached a modelled disk (null on this machine's), loop_* the data loop device's
+    "model_reads": pl.Int64,
+    "model_seq_reads": pl.Int64,
+    "model_read_kib": pl.Float64,
+    "model_read_ms": pl.Float64,
+    "model_writes": pl.Int64,
+    "loop_reads": pl.Int64,
+    "loop_read_kib": pl.Float64,
+    "loop_queue_depth": pl.Float64,
 }
 
 def rows(doc: dict) -> list[dict]:
@@ -503,6 +523,7 @@ def _tool_rows(doc: dict, tool: str, result: dict, position: int, first_tool: st
             "loop_direct_io": top.get("loop_direct_io"),
             "swap_used_mb": memory.get("swap_used_mb"),
             "peak_mb": memory.get("peak_mb"),
+            **{k: (t.get("requests") or {}).get(k) for k in phasecounts.REQUESTS},
         })
     return out
 

@@ -22,6 +22,18 @@ from boatload.blockdev import loop_backing_file
 from boatload.targetspec import TargetError, TargetSpec, plain_model
 
 
+# `boatload target up`: this process exits leaving its target up, so the
+# stacks it makes must serve on until `target down` (see serve_after_exit)
+_serve_after_exit = False
+
+
+def serve_after_exit() -> None:
+    """From now on, this process's modelled devices keep serving after it
+    exits (nbdkit without --exit-with-parent), until cleanup stops them."""
+    global _serve_after_exit
+    _serve_after_exit = True
+
+
 class DeviceDied(TargetError):
     """A modelled device's nbdkit died under a run: the run failed, not the config."""
 
@@ -39,7 +51,7 @@ def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, un
     img_rid, fd = make_image(spec, image, size, ledger, undo, what)
     faults = dict(spec.faults) if spec.faults and key == "model" else None
     stack = attach_stack(image, {**params, **cost.params()}, scratch=Path(scratch), name=spec.name, ledger=ledger,
-                         undo=undo, faults=faults, outlive_parent=outlive_parent)
+                         undo=undo, faults=faults, outlive_parent=outlive_parent or _serve_after_exit)
     loop_rid = next(r.id for r in reversed(list(ledger.resources().values()))
                     if r.kind == "loop" and r.facts.get("stack") == str(stack.dir))
     prov[key] = {

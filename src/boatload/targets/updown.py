@@ -17,6 +17,7 @@ from pathlib import Path
 from boatload.hostops import plain_dir
 from boatload.ledger import pid_alive, pid_start
 from boatload.targets import provision
+from boatload.targets.modelled import serve_after_exit
 from boatload.targetspec import TargetError, TargetSpec
 
 
@@ -42,6 +43,7 @@ def up(spec: TargetSpec, scratch: Path) -> None:
     scratch = Path(scratch).resolve()
     ensure_down(spec.name, scratch)
     plain_dir(scratch / "up")
+    serve_after_exit()  # a modelled device must outlive this process
     cm = provision(spec, scratch)
     t = cm.__enter__()  # on failure provision has torn down what it made
     try:
