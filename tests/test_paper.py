@@ -141,3 +141,20 @@ def test_no_modelled_hardware_paragraph_without_modelled_claims(built):
     text = pdf_text(built[0])
     assert "Modelled hardware. " not in text and "filter(" not in text
     assert "C Modelled hardware" in text  # the appendix with the presets is always there
+
+
+def test_each_statement_gets_one_verdict(journal_fixture_run, tmp_path):
+    """The abstract counts the originals' statements, and the statement table
+    gives each journal statement once, with its claims' count."""
+    from boatload.statements import statements
+
+    results = journal_fixture_run["results"]
+    summary = json.loads((results / "tables" / "journal-summary.json").read_text())
+    text = pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", results))
+    want = statements("journal", summary["verdicts"])
+    assert len(want) == 6 and sum(s["claims"] for s in want) == len(summary["verdicts"])
+    abstract = text[:text.index("Introduction")]
+    assert f"{len(want)} statements of the originals" in abstract
+    table = text[text.index("One verdict per original statement"):text.index("Table", text.index("One verdict per original statement") + 40)]
+    for s in want:
+        assert f"{s['tested']} of {s['claims']}" in table, s["statement"]
