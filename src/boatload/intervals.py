@@ -63,12 +63,18 @@ def mann_whitney_rank(m: int, n: int, level: float) -> tuple[int, float] | None:
     the m*n pairwise differences covers the shift with probability `coverage`,
     the least coverage at or above `level`; None when even k = 1 (the whole
     range of the differences) falls short of `level`."""
+    return _tail_rank(_u_counts(m, n), math.comb(m + n, m), level)
+
+
+def _tail_rank(counts: tuple[int, ...], total: float, level: float) -> tuple[int, float] | None:
+    """(k, coverage) from a statistic's exact null counts (of `total`
+    equally likely outcomes, the statistic's values 0, 1, ...): the largest k
+    whose two tails below k and above max-k hold at most 1 - level together;
+    None when no k does. The Mann-Whitney and signed-rank intervals share it."""
     if not 0.0 < level < 1.0:
         raise ValueError("level must lie strictly between 0 and 1")
-    counts = _u_counts(m, n)
-    total = math.comb(m + n, m)
     tail_allowed = (1.0 - level) / 2.0
-    below, k = 0, 0  # below: orderings with U < k
+    below, k = 0, 0  # below: outcomes with the statistic < k
     while k < len(counts) and (below + counts[k]) / total <= tail_allowed + 1e-12:
         below += counts[k]
         k += 1
@@ -260,18 +266,7 @@ def signed_rank_rank(n: int, level: float) -> tuple[int, float] | None:
     """(k, coverage): the k-th smallest to the k-th largest of the n(n+1)/2
     Walsh averages of n pairs cover the shift with probability `coverage`, the
     least at or above `level`; None when even the whole range falls short."""
-    if not 0.0 < level < 1.0:
-        raise ValueError("level must lie strictly between 0 and 1")
-    counts = _w_counts(n)
-    total = 2.0**n
-    tail_allowed = (1.0 - level) / 2.0
-    below, k = 0, 0
-    while k < len(counts) and (below + counts[k]) / total <= tail_allowed + 1e-12:
-        below += counts[k]
-        k += 1
-    if k == 0:
-        return None
-    return k, 1.0 - 2.0 * (below / total)
+    return _tail_rank(_w_counts(n), 2.0**n, level)
 
 
 def pairs_for_interval(level: float, limit: int = 100) -> int:

@@ -32,6 +32,17 @@ from boatload.verdict import NOT_TESTED, OPEN, Rule
 DEFAULT_LOOKS = 3
 
 
+def _load(configfile, studies) -> dict:
+    """The config, limited to `studies` when given; a bad one ends the run in one line."""
+    try:
+        config = load(Path(configfile))
+    except ConfigError as exc:
+        raise SystemExit(f"boatload: {exc}") from None
+    if studies:
+        config["only_studies"] = ",".join(studies)
+    return config
+
+
 def _say(line: str) -> None:
     print(f"boatload settle: {line}", file=sys.stderr, flush=True)
 
@@ -202,12 +213,7 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
         raise SystemExit("boatload reproduce: --settle measures on this host only; drop --profile")
     if not minutes > 0 and not budget:
         raise SystemExit(f"boatload reproduce: --settle {minutes}: give the minutes it may take, above 0")
-    try:
-        config = load(Path(configfile))
-        if studies:
-            config["only_studies"] = ",".join(studies)
-    except ConfigError as exc:
-        raise SystemExit(f"boatload: {exc}") from None
+    config = _load(configfile, studies)
     host = config.get("host") or hostname()
     runs_dir = root / "data" / "runs" / host
     names = [n for n in plan.studies(config) if (root / "notebooks" / f"{n}.ipynb").is_file()]
@@ -281,12 +287,7 @@ def budgeted(configfile: str, studies: list[str] | None = None) -> int:
     so) it is the workflow as it stands: nothing to do when nothing changed, one
     run measured again when one raw run was deleted."""
     started = time.monotonic()
-    try:
-        config = load(Path(configfile))
-        if studies:
-            config["only_studies"] = ",".join(studies)
-    except ConfigError as exc:
-        raise SystemExit(f"boatload: {exc}") from None
+    config = _load(configfile, studies)
     runs_dir = Path.cwd().resolve() / "data" / "runs" / (config.get("host") or hostname())
     record = settle_record.load(runs_dir, config)
     if record is not None and record.get("budget_spent"):
