@@ -8,7 +8,8 @@ share of it in timed phases (the interference monitor's phase seconds), and,
 where the raw result records them (boatload.runner: `seconds`), the mean
 seconds per run of provisioning, of measuring outside the timed phases, of
 teardown, and of the process around them (start-up, the calibration, the
-result's provenance).
+result's provenance, and any attempts the interference monitor had measured
+again: `redone` counts them).
 
     BOATLOAD_SCRATCH=/tmp/me .venv/bin/python bench/overhead.py [--config config/config.yaml] [--studies a,b]
 """
@@ -43,7 +44,7 @@ def timed_s(doc: dict) -> float:
     return sum(p.get("seconds") or 0.0 for p in doc["interference"]["phases"])
 
 
-def measure(run: plan.Run, out_dir: Path) -> tuple[float, float, dict | None]:
+def measure(run: plan.Run, out_dir: Path) -> tuple[float, float, dict | None, int]:
     out = out_dir / f"{run.study}-{run.target}-{run.point}.json"
     start = time.monotonic()
     proc = subprocess.run([str(Path(sys.executable).parent / "boatload"), "run", run.study, "--job", json.dumps(run.job),
@@ -52,7 +53,7 @@ def measure(run: plan.Run, out_dir: Path) -> tuple[float, float, dict | None]:
     if proc.returncode != 0 or not out.exists():
         sys.exit(f"bench/overhead.py: {run.key} failed: {proc.stderr.strip()[-400:]}")
     doc = json.loads(out.read_text())
-    return wall, timed_s(doc), doc.get("seconds")
+    return wall, timed_s(doc), doc.get("seconds"), len(doc["interference"]["redone"])
 
 
 def mean_or_dash(values: list[float | None]) -> str:
@@ -71,18 +72,19 @@ def main() -> None:
         config["only_studies"] = args.studies
     all_runs = plan.runs(config)
     print("| study | runs in plan | jobs measured | s per run | timed share "
-          "| provision s | untimed measure s | teardown s | process s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| provision s | untimed measure s | teardown s | process s | redone |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory(prefix="overhead-") as tmp:
         for name in plan.studies(config):
             chosen = one_per_target([r for r in all_runs if r.study == name])
-            walls, timed, steps = [], [], []
+            walls, timed, steps, redone = [], [], [], 0
             for run in chosen:
-                wall, t, seconds = measure(run, Path(tmp))
+                wall, t, seconds, again = measure(run, Path(tmp))
+                redone += again
                 walls.append(wall)
                 timed.append(t)
                 steps.append((wall, t, seconds))
-                print(f"  {run.key}: {wall:.1f} s, timed {t:.1f} s, steps {seconds}", file=sys.stderr)
+                print(f"  {run.key}: {wall:.1f} s, timed {t:.1f} s, steps {seconds}, redone {again}", file=sys.stderr)
             recorded = [(w, t, s) for w, t, s in steps if s]
             provision = [s["provision"] for _, _, s in recorded] if len(recorded) == len(steps) else []
             untimed = [s["measure"] - t for _, t, s in recorded] if provision else []
@@ -91,7 +93,7 @@ def main() -> None:
             n_plan = sum(1 for r in all_runs if r.study == name)
             print(f"| {name} | {n_plan} | {len(chosen)} | {sum(walls) / len(walls):.1f} | "
                   f"{sum(timed) / sum(walls):.0%} | {mean_or_dash(provision)} | {mean_or_dash(untimed)} | "
-                  f"{mean_or_dash(teardown)} | {mean_or_dash(process)} |", flush=True)
+                  f"{mean_or_dash(teardown)} | {mean_or_dash(process)} | {redone} |", flush=True)
 
 
 if __name__ == "__main__":
