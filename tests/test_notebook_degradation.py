@@ -147,7 +147,7 @@ def test_table(run, fixture_runs):
     table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
     assert table.columns == [
         "target", "filesystem", "op", "op_label", "stage", "extra_files", "files_on_disk", "reps", "runs",
-        "mb_per_s", "ci_low", "ci_high", "ci_coverage", "ratio", "ratio_low", "ratio_high",
+        "mb_per_s", "ci_low", "ci_high", "ci_coverage", "cv", "ratio", "ratio_low", "ratio_high",
         "memory_limit_mb", "file_bytes", "block", "loop_direct_io",
     ]
     want = expected_points(fixture_runs)

@@ -156,9 +156,9 @@ def test_published_points(run):
 
 def test_table(run, fixture_runs):
     table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
-    assert table.columns[:16] == [
+    assert table.columns[:17] == [
         "target", "filesystem", "mode", "tool", "tool_label", "files", "reps", "sample_kind", "n_samples",
-        "iops", "ci_low", "ci_high", "ci_coverage", "ratio", "ratio_low", "ratio_high",
+        "iops", "ci_low", "ci_high", "ci_coverage", "cv", "ratio", "ratio_low", "ratio_high",
     ]
     # three runs per point (one where a run failed): sampled by runs, not intervals
     assert set(table["sample_kind"]) == {"runs"} and (table["n_samples"] == table["reps"]).all()

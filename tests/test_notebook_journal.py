@@ -136,7 +136,7 @@ def test_table(run, fixture_runs):
     table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
     assert table.columns == [
         "target", "filesystem", "log", "flushes", "step", "phase", "reps", "files", "file_size",
-        "ops_per_s", "ci_low", "ci_high", "ci_coverage", "baseline_target", "vs_baseline", "vs_low", "vs_high", "p50_us", "p99_us",
+        "ops_per_s", "ci_low", "ci_high", "ci_coverage", "cv", "baseline_target", "vs_baseline", "vs_low", "vs_high", "p50_us", "p99_us",
     ]
     assert table.height == measured(fixture_runs).select("target", "phase").unique().height == 45
     base = table.filter(pl.col("target") == pl.col("baseline_target"))
@@ -352,3 +352,24 @@ def test_create_counts(run, fixture_runs):
     assert got[("xfs-log-external", "none")]["log_loop_writes"] == 0
     assert got[("xfs-log-external", "syncfs")]["log_loop_writes"] > 0
     assert got[("xfs-log-internal-noflush", "fsync")]["loop_flushes"] == 0  # write-through: no flush reaches it
+
+
+def test_table_cv_is_the_sample_cv_of_each_points_rates(run, fixture_runs):
+    import statistics
+
+    table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
+    rates = measured(fixture_runs).group_by("target", "phase").agg(pl.col("ops_per_s"))
+    expected = {(r["target"], r["phase"]): r["ops_per_s"] for r in rates.iter_rows(named=True)}
+    checked = 0
+    for r in table.iter_rows(named=True):
+        got = expected[(r["target"], r["phase"])]
+        if len(got) >= 2:
+            assert r["cv"] == pytest.approx(statistics.stdev(got) / statistics.fmean(got), rel=1e-9)
+            checked += 1
+        else:
+            assert r["cv"] is None
+    assert checked > 0
+    # the summary's noisiest point is the table's highest CV
+    top = summary_of(run["results"])["noisiest_points"]
+    assert top and top[0]["cv"] == pytest.approx(table["cv"].max())
+    assert [e["cv"] for e in top] == sorted((e["cv"] for e in top), reverse=True)

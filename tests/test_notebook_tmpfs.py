@@ -129,7 +129,7 @@ def test_table(run, fixture_runs):
     table = pl.read_csv(run["results"] / "tables" / f"{STUDY}.csv")
     assert table.columns == [
         "target", "filesystem", "working_set", "working_set_label", "files", "tool", "step", "test", "reps",
-        "ops_per_s", "ci_low", "ci_high", "ci_coverage", "tmpfs_vs_ext3", "ratio_low", "ratio_high",
+        "ops_per_s", "ci_low", "ci_high", "ci_coverage", "cv", "tmpfs_vs_ext3", "ratio_low", "ratio_high",
         "cpu_pct", "memory_limit_mb", "swap_used_mb", "peak_mb", "loop_direct_io",
     ]
     assert table.height == len(medians(fixture_runs))

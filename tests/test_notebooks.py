@@ -88,7 +88,7 @@ def test_figure_points(forest_run, fixture_runs):
 def test_table(forest_run, fixture_runs):
     table = pl.read_csv(forest_run["results"] / "tables" / "forest.csv")
     assert table.columns == [
-        "target", "filesystem", "method", "method_label", "reps", "files_per_s", "ci_low", "ci_high", "ci_coverage",
+        "target", "filesystem", "method", "method_label", "reps", "files_per_s", "ci_low", "ci_high", "ci_coverage", "cv",
         "relative_to_fastest", "rel_low", "rel_high", "extrapolated", "space_kb", "inodes_used",
     ]
     pairs = measured(fixture_runs).select("target", "method").unique()

@@ -44,3 +44,17 @@ def test_without_root_a_study_that_needs_mounts_is_skipped_with_the_reason(not_r
     assert doc["result"]["status"] == "skipped"
     assert "needs root" in doc["result"]["reason"]
     assert doc["target_provenance"] is None
+    assert doc["seconds"] is None  # nothing was provisioned or measured
+
+
+def test_a_run_records_where_its_wall_time_went(not_root):
+    import time
+
+    start = time.monotonic()
+    doc = forest.run(job())
+    wall = time.monotonic() - start
+    steps = doc["seconds"]
+    assert set(steps) == {"provision", "measure", "teardown"} and all(s >= 0 for s in steps.values())
+    assert sum(steps.values()) <= wall
+    timed = sum(p["seconds"] for p in doc["interference"]["phases"])
+    assert 0 < timed <= steps["measure"]

@@ -70,12 +70,27 @@ def _attempt(spec: TargetSpec, job: dict, measure: Measure, fallback_without_roo
         return _provision_and_measure(spec, job, measure, fallback_without_root, opts)
     except DeviceDied as died:  # a modelled device's nbdkit died under the run: a failed run, in one line
         return {"spec": spec, "substituted": substituted, "records": records, "target_provenance": target_provenance,
-                "result": {"status": "error", "reason": str(died)}}
+                "result": {"status": "error", "reason": str(died)}, "seconds": None}
+
+
+class _Clock:
+    """Wall seconds of an attempt's steps (provision, measure, teardown): where a run's
+    time goes outside its timed phases (bench/overhead.py reads them)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.monotonic()
+
+    def lap(self, step: str) -> None:
+        now = time.monotonic()
+        self.seconds[step] = round(now - self._last, 3)
+        self._last = now
 
 
 def _provision_and_measure(spec: TargetSpec, job: dict, measure: Measure, fallback_without_root: bool,
                            opts: dict) -> dict:
     substituted, records, target_provenance = None, [], None
+    clock = _Clock()
     with ExitStack() as stack:  # teardown runs on success, error, SIGINT and SIGTERM alike
         stack.enter_context(signals_as_exceptions())
         baseline = interference.baseline()
@@ -84,16 +99,19 @@ def _provision_and_measure(spec: TargetSpec, job: dict, measure: Measure, fallba
         except NeedsRoot as why:
             if not fallback_without_root:
                 return {"spec": spec, "substituted": None, "records": [], "target_provenance": None,
-                        "result": {"status": "skipped", "reason": f"not root: {why}"}}
+                        "result": {"status": "skipped", "reason": f"not root: {why}"}, "seconds": None}
             spec, substituted = _fallback(spec, why)
             provisioned = stack.enter_context(provision(spec, scratch_dir()))
+        clock.lap("provision")
         monitor = _monitor(spec, provisioned, opts, job, baseline)
         with interference.monitoring(monitor):
             result = measure(provisioned, job)
+        clock.lap("measure")
         records = monitor.records
         target_provenance = provisioned.provenance
+    clock.lap("teardown")
     return {"spec": spec, "substituted": substituted, "records": records,
-            "target_provenance": target_provenance, "result": result}
+            "target_provenance": target_provenance, "result": result, "seconds": clock.seconds}
 
 
 def _disturbance(records: list[dict]) -> tuple[str | None, str | None]:
@@ -143,6 +161,9 @@ def run_job(study: str, job: dict, measure: Measure, *, fallback_without_root: b
         "started_at": started,
         "finished_at": _now(),
         "result": attempt["result"],
+        # the kept attempt's wall seconds: provisioning, measuring (timed phases and the study's own work
+        # between them), teardown; the interference record's phases hold the timed seconds
+        "seconds": attempt["seconds"],
         "interference": {
             "settings": opts,
             "orchestrator_pid": procfs.orchestrator_root(),

@@ -4,7 +4,11 @@ The stack (nbdkit, nbdfuse, FUSE, the loop device) costs time the model does
 not know about. It is measured on a small calibration device whose model
 costs a known 1 ms per read and nothing per write:
 
-Measured once per process by boatload.devmodel.device.stack_cost.
+Measured once per process by boatload.devmodel.device.stack_cost, and
+reused across processes (every run of `make reproduce` is one) from a record
+in the scratch directory while it is younger than MAX_AGE_S and was made on
+this host, kernel, boot and build of the filter and the worker (`reused`):
+a quick run then calibrates once, not once per modelled run.
 
 * stack_us: a 4 KiB write the model serves at once, back to back, the
   fastest of 300 in three batches: the least a request costs here. A model claiming more than 15 % less
@@ -17,16 +21,27 @@ Measured once per process by boatload.devmodel.device.stack_cost.
 
 from __future__ import annotations
 
+import json
 import os
+import platform
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
+from boatload.devmodel import native
 from boatload.devmodel.probe import median, timed_requests
+from boatload.paths import worker_binary
+from boatload.results import write_atomic
+from boatload.system import sha256_file
 
 CALIBRATION_MODEL = {
     "kind": "ssd", "read_latency_us": 1000, "read_mbps": 1e9, "write_latency_us": 0, "write_mbps": 1e9, "flush_us": 0,
 }
 CALIBRATION_MB = 64
+#: how long a calibration is reused: a whole quick run (30 minutes) and then some
+MAX_AGE_S = 3600.0
+RECORD = Path("calibration") / "stack-cost.json"
 
 
 @dataclass(frozen=True)
@@ -34,10 +49,19 @@ class StackCost:
     stack_us: float
     overhead_us: float
     overhead_us_per_mib: float
+    # when and by which process it was measured, and whether this process reused it (provenance)
+    measured_at: float = field(default_factory=time.time, compare=False)
+    measured_by_pid: int = field(default_factory=os.getpid, compare=False)
+    reused: bool = field(default=False, compare=False)
 
     def params(self) -> dict:
         """The filter's parameters for this cost."""
-        return {k: round(v, 1) for k, v in asdict(self).items()}
+        return {k: round(getattr(self, k), 1) for k in ("stack_us", "overhead_us", "overhead_us_per_mib")}
+
+    def origin(self) -> dict:
+        """For provenance: when and by whom measured, and whether reused from the scratch record."""
+        return {"measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.measured_at)),
+                "measured_by_pid": self.measured_by_pid, "reused": self.reused}
 
 
 def measure(device: str) -> StackCost:
@@ -63,4 +87,47 @@ def measure(device: str) -> StackCost:
 
 def stated(cost: StackCost) -> dict:
     """For provenance: the figures and what they are."""
-    return {**cost.params(), "measured_by": "boatload.devmodel.calibrate", "pid": os.getpid()}
+    return {**cost.params(), "measured_by": "boatload.devmodel.calibrate", **cost.origin()}
+
+
+def _sha256_or_none(path: Path) -> str | None:
+    return sha256_file(path) if path.is_file() else None
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def conditions(tools: dict[str, str]) -> dict:
+    """What a calibration holds for: host, kernel, boot, the stack's tools and the builds."""
+    return {"host": platform.node(), "kernel": platform.release(), "boot_id": _boot_id(), "tools": dict(tools),
+            "filter_sha256": _sha256_or_none(native.filter_path()),
+            "worker_sha256": _sha256_or_none(worker_binary())}
+
+
+def _recorded(path: Path, now_conditions: dict, max_age_s: float) -> StackCost | None:
+    try:
+        doc = json.loads(path.read_text())
+        if doc["conditions"] != now_conditions or not 0 <= time.time() - doc["measured_at"] <= max_age_s:
+            return None
+        return StackCost(doc["stack_us"], doc["overhead_us"], doc["overhead_us_per_mib"],
+                         measured_at=doc["measured_at"], measured_by_pid=doc["measured_by_pid"], reused=True)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None  # none yet, or unreadable: measure
+
+
+def reused_or_measured(scratch: Path, tools: dict[str, str], measure_now: Callable[[], StackCost],
+                       max_age_s: float = MAX_AGE_S) -> StackCost:
+    """The scratch directory's record if it holds for now (`conditions`) and is
+    younger than `max_age_s`; else `measure_now()`, recorded for the next process."""
+    path = Path(scratch) / RECORD
+    now_conditions = conditions(tools)
+    cost = _recorded(path, now_conditions, max_age_s)
+    if cost is None:
+        cost = measure_now()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(path, json.dumps({**asdict(cost), "conditions": now_conditions}, indent=1, sort_keys=True) + "\n")
+    return cost

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Iterator
 
 from boatload.devmodel import presets
-from boatload.devmodel.calibrate import CALIBRATION_MB, CALIBRATION_MODEL, StackCost, measure
+from boatload.devmodel.calibrate import CALIBRATION_MB, CALIBRATION_MODEL, StackCost, measure, reused_or_measured
 from boatload.devmodel.stack import Stack, attach, resolve_stack_tools
 from boatload.hostops import Teardown, read_sys, remove_file, subdir, token, write_sys
 from boatload.ledger import Ledger
@@ -37,13 +37,15 @@ _measured: StackCost | None = None
 
 
 def stack_cost(scratch: Path) -> StackCost:
-    """The stack's cost on this machine (boatload.devmodel.calibrate),
-    measured once per process: calibration takes about a second."""
+    """The stack's cost on this machine (boatload.devmodel.calibrate): once per
+    process, reused from the scratch directory's recent record if it holds."""
     global _measured
     if _measured is None:
-        with modelled_image(None, CALIBRATION_MB, CALIBRATION_MODEL, scratch=scratch, name="calibration",
-                            calibrated=False) as stack:
-            _measured = measure(stack.device)
+        def measure_now() -> StackCost:
+            with modelled_image(None, CALIBRATION_MB, CALIBRATION_MODEL, scratch=scratch, name="calibration",
+                                calibrated=False) as stack:
+                return measure(stack.device)
+        _measured = reused_or_measured(scratch, resolve_stack_tools(), measure_now)
     return _measured
 
 

@@ -56,6 +56,8 @@ def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, un
                     if r.kind == "loop" and r.facts.get("stack") == str(stack.dir))
     prov[key] = {
         "config": plain_model(model), "parameters": params, "stack_cost_us": cost.params(),
+        # measured by this run or reused from a recent one on this host (boatload.devmodel.calibrate)
+        "stack_cost_origin": cost.origin(),
         "stack": str(stack.dir), "faults": faults,
         # the model's counts (reads, writes, flushes, FUA writes, modelled
         # time) once attached (nbdfuse makes losetup's close of its file a

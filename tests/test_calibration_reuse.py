@@ -1,0 +1,93 @@
+"""The stack's cost is reused across processes from the scratch directory's
+record (boatload.devmodel.calibrate.reused_or_measured) while it holds:
+same host, kernel, boot and builds, and young enough; else measured again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from targetlib import IS_ROOT, scratch, wait_clean  # noqa: F401 - scratch is a fixture
+
+from boatload.devmodel import calibrate
+from boatload.devmodel.calibrate import RECORD, StackCost, reused_or_measured
+
+TOOLS = {"nbdkit": "/usr/bin/nbdkit"}
+
+
+class Measurer:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self) -> StackCost:
+        self.calls += 1
+        return StackCost(40.0 + self.calls, 300.0, 600.0)
+
+
+def test_a_recent_record_is_reused_and_says_so(tmp_path):
+    measure = Measurer()
+    first = reused_or_measured(tmp_path, TOOLS, measure)
+    assert measure.calls == 1 and not first.reused
+    second = reused_or_measured(tmp_path, TOOLS, measure)
+    assert measure.calls == 1 and second.reused
+    assert second.params() == first.params() == {"stack_us": 41.0, "overhead_us": 300.0, "overhead_us_per_mib": 600.0}
+    assert second.origin()["measured_by_pid"] == os.getpid()
+    assert calibrate.stated(second)["reused"] is True
+
+
+def test_an_old_record_is_measured_again(tmp_path):
+    measure = Measurer()
+    reused_or_measured(tmp_path, TOOLS, measure)
+    path = tmp_path / RECORD
+    doc = json.loads(path.read_text())
+    doc["measured_at"] = time.time() - calibrate.MAX_AGE_S - 1
+    path.write_text(json.dumps(doc))
+    again = reused_or_measured(tmp_path, TOOLS, measure)
+    assert measure.calls == 2 and not again.reused and again.stack_us == 42.0
+    # and the new measurement is what the next process reuses
+    assert reused_or_measured(tmp_path, TOOLS, measure).stack_us == 42.0 and measure.calls == 2
+
+
+def test_other_conditions_or_a_broken_record_are_measured_again(tmp_path):
+    measure = Measurer()
+    reused_or_measured(tmp_path, TOOLS, measure)
+    assert not reused_or_measured(tmp_path, {"nbdkit": "/opt/other/nbdkit"}, measure).reused
+    assert measure.calls == 2
+    doc = json.loads((tmp_path / RECORD).read_text())
+    doc["conditions"]["filter_sha256"] = "0" * 64  # another build of the filter
+    (tmp_path / RECORD).write_text(json.dumps(doc))
+    assert not reused_or_measured(tmp_path, {"nbdkit": "/opt/other/nbdkit"}, measure).reused
+    assert measure.calls == 3
+    (tmp_path / RECORD).write_text("{not json")
+    assert not reused_or_measured(tmp_path, TOOLS, measure).reused and measure.calls == 4
+    assert reused_or_measured(tmp_path, TOOLS, measure, max_age_s=0).reused is False and measure.calls == 5
+
+
+@pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse"), reason="needs root and /dev/fuse")
+def test_a_second_process_reuses_the_first_ones_calibration(scratch):
+    code = textwrap.dedent("""
+        import json, sys
+        from pathlib import Path
+        from boatload.devmodel.device import stack_cost
+        cost = stack_cost(Path(sys.argv[1]))
+        print(json.dumps({**cost.params(), **cost.origin()}))
+    """)
+
+    def one() -> tuple[dict, float]:
+        start = time.monotonic()
+        out = subprocess.run([sys.executable, "-c", code, str(scratch)], capture_output=True, text=True, check=True)
+        return json.loads(out.stdout), time.monotonic() - start
+
+    (first, _), (second, _) = one(), one()
+    assert not first["reused"] and second["reused"]
+    assert first["measured_by_pid"] == second["measured_by_pid"]  # measured by the first process
+    assert {k: second[k] for k in ("stack_us", "overhead_us", "overhead_us_per_mib")} == \
+        {k: first[k] for k in ("stack_us", "overhead_us", "overhead_us_per_mib")}
+    assert first["stack_us"] > 0
+    assert wait_clean(scratch) == {}
