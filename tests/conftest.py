@@ -13,12 +13,13 @@ WORKER = ROOT / "native" / "build" / "boatload-worker"
 # The test files that neither measure nor time anything, attach no loop device, mount, cgroup or swap,
 # open no port and keep every file under their own tmp_path (distinct per xdist worker): `make test`
 # runs them on two workers (`pytest -m parallel -n 2`), then the rest alone (`-m "not parallel"`).
-# A file not named here runs alone: add one only when all of the above holds for every test in it.
+# A file not named here runs alone: add one only when all of the above holds for every test in it
+# (tests/test_parallel_set.py checks the source of each for the obvious signs).
 PARALLEL_FILES = {
     # arithmetic, statistics and the code's shape
     "test_audit.py", "test_intervals.py", "test_paired_intervals.py", "test_sequential.py", "test_stats.py",
     "test_verdict.py", "test_verdict_error_rates.py", "test_settle_record.py", "test_imports.py",
-    "test_native_layers.py", "test_plan.py", "test_results.py", "test_config.py", "test_config_mutations.py",
+    "test_native_layers.py", "test_parallel_set.py", "test_plan.py", "test_results.py", "test_config.py", "test_config_mutations.py",
     "test_devmodel.py",
     # notebooks, paper and blog on the committed fixtures (papermill, typst; nothing measured)
     "test_notebook_degradation.py", "test_notebook_filecount.py", "test_notebook_journal.py",
