@@ -19,7 +19,7 @@ PARALLEL_FILES = {
     # arithmetic, statistics and the code's shape
     "test_audit.py", "test_intervals.py", "test_paired_intervals.py", "test_sequential.py", "test_stats.py",
     "test_verdict.py", "test_verdict_error_rates.py", "test_settle_record.py", "test_imports.py",
-    "test_native_layers.py", "test_parallel_set.py", "test_plan.py", "test_results.py", "test_config.py", "test_config_mutations.py",
+    "test_native_layers.py", "test_plan.py", "test_results.py", "test_config.py", "test_config_mutations.py",
     "test_devmodel.py",
     # notebooks, paper and blog on the committed fixtures (papermill, typst; nothing measured)
     "test_notebook_degradation.py", "test_notebook_filecount.py", "test_notebook_journal.py",
