@@ -136,8 +136,8 @@ published = pl.read_csv(paths.reference)["files_per_s"][0]
 rates = runs["files_per_s"].to_list()
 median, low, high = bootstrap_ci(rates, seed=0)
 notebook.write_table(runs, paths.table())
-notebook.write_table(runs.select("target", "rep", worker_over_python=pl.col("files_per_s") / pl.col("peer_files_per_s")),
-                     paths.table("peers"))
+ratio = pl.col("files_per_s") / pl.col("peer_files_per_s")
+notebook.write_table(runs.select("target", "rep", worker_over_python=ratio), paths.table("peers"))
 rule = Rule()
 summary = {
     "runs": runs.height, "files": int(runs["files"][0]), "targets": sorted(set(runs["target"])),
