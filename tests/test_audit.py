@@ -64,7 +64,7 @@ def test_audit_of_made_up_results(tmp_path):
     assert "over 4 runs per side" in crimes["B4"]["how"] and f"{coverage['coverage']:.1%}" in crimes["B4"]["how"]
     assert "1 claims rest on runs too few" in crimes["B4"]["how"]
     assert doc["peers"] == [{"study": "filecount", "peer": "fio", "role": "fio in the place of the original's vdbench",
-                             "points": 2, "geomean": pytest.approx(1.0), "min": 0.5, "max": 2.0,
+                             "setting": None, "points": 2, "geomean": pytest.approx(1.0), "min": 0.5, "max": 2.0,
                              "table": "filecount-peers.csv"}]
     assert "1.00 over 2 points for fio" in crimes["B5"]["how"]
     assert crimes["C1"]["status"] == "cannot" and "1 of the 2 targets" in crimes["C1"]["how"]
@@ -147,6 +147,9 @@ def test_uncovered_points_and_memory_limits_come_from_the_records(tmp_path):
     assert memory["largest_limit_share"] == pytest.approx(1024 / 8192)
     assert memory["original"] == {"degradation": "1 GB", "tmpfs": "4 GB"}
     assert "a degradation repetition is several dd runs" in crimes["B4"]["how"]
+    # each study's own baseline, in the studies' order
+    assert ("(the original's own baseline: no extra files, the internal log, the fastest method, ext3); "
+            in crimes["D1"]["how"])
 
 
 def test_a_new_studys_peer_and_memory_limit_reach_the_audit(tmp_path, monkeypatch):
@@ -157,8 +160,9 @@ def test_a_new_studys_peer_and_memory_limit_reach_the_audit(tmp_path, monkeypatc
     from boatload.study import PeerTable
     from boatload.studies import registry
 
-    toy = replace(registry()["calibration"], name="toy", peers=PeerTable("cat", "toy-peers.csv", "worker_over_cat",
-                                                                        "cat, the toy's peer"),
+    toy = replace(registry()["calibration"], name="toy", baseline="an empty tree",
+                  peers=PeerTable("cat", "toy-peers.csv", "worker_over_cat", "cat, the toy's peer",
+                                  setting="for cat, a sandbox of its own"),
                   memory_limit=("limit_mb",), original_memory="{original[ram]}", not_measured_unit=("toss", "tosses"))
     monkeypatch.setattr(audit, "registry", lambda: {**registry(), "toy": toy})
     tables = tmp_path / "tables"
@@ -179,3 +183,5 @@ def test_a_new_studys_peer_and_memory_limit_reach_the_audit(tmp_path, monkeypatc
     assert doc["threats"]["memory"]["largest_limit_share"] == pytest.approx(128 / 1024)
     assert doc["threats"]["memory"]["original"] == {"toy": "64 MB"}
     assert "1 toss of toy" in crimes["A3"]["how"]
+    assert "(the original's own baseline: an empty tree)" in crimes["D1"]["how"]
+    assert "with the same parameters and, for cat, a sandbox of its own;" in crimes["D3"]["how"]

@@ -161,7 +161,8 @@ def _peers(results: Path, studies: list[str]) -> list[dict]:
         ratios = [r for r in (_num(row.get(table.column)) for row in rows) if r and r > 0]
         if not ratios:
             continue
-        out.append({"study": study, "peer": table.peer, "role": table.role, "points": len(ratios),
+        out.append({"study": study, "peer": table.peer, "role": table.role, "setting": table.setting,
+                    "points": len(ratios),
                     "geomean": geomean(ratios), "min": min(ratios), "max": max(ratios), "table": table.table})
     return out
 
@@ -344,6 +345,7 @@ def build_audit(results: Path) -> dict:
     decided_unexercised = [f"{v.get('claim')} ({s})" for s, v in verdicts
                            if v.get("exercised") is False and v.get("verdict") in DECIDED]
     uncovered = _uncovered(summaries)
+    baselines = [registry()[s].baseline for s in studies if registry()[s].baseline]
     n_claims = len(verdicts)
     counts_text = _and([f"{n} {k}" for k, n in sorted(by_verdict.items())]) or "none"
 
@@ -437,9 +439,9 @@ def build_audit(results: Path) -> dict:
               f"order (seed {prov.get('order_seed')}) and the bootstrap (seed "
               f"{_and(sorted({str(summaries[s].get('seed')) for s in studies}))}) are seeded in the record."),
         crime("D1", "avoided",
-              f"Every ratio divides by a baseline measured in the same run set on the same host and kernel "
-              f"(the original's own baseline: one file, no extra files, the internal log, ext3, the fastest "
-              f"method); {n_claims - not_tested} of the {n_claims} claims have both sides measured."),
+              "Every ratio divides by a baseline measured in the same run set on the same host and kernel"
+              + (f" (the original's own baseline: {', '.join(baselines)})" if baselines else "")
+              + f"; {n_claims - not_tested} of the {n_claims} claims have both sides measured."),
         crime("D2", "avoided" if peers else "partly",
               "Our numbers stand beside the originals' published ones in every section"
               + (", and the worker is measured against " + _and(
@@ -447,8 +449,8 @@ def build_audit(results: Path) -> dict:
                  if peers else "; no peer tool ran in these results") + "."),
         crime("D3", "avoided",
               "A peer runs in the same job as the worker, on the same freshly made target, with the same "
-              "parameters and, for bonnie++, a memory limit of its own of the same size; the order of the "
-              "two tools alternates with the repetition."),
+              "parameters" + "".join(f" and, {p['setting']}" for p in peers if p.get("setting"))
+              + "; the order of the two tools alternates with the repetition."),
         crime("D4", "not applicable",
               "The paper claims no gain for a system of its own; it compares file systems and methods as the "
               "originals did, and the worker only stands in for their tools."),

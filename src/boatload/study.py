@@ -61,6 +61,9 @@ class PeerTable:
     column: str
     #: what the tool stands for, a phrase ("fio in the place of the original's vdbench")
     role: str
+    #: how the peer's run differs from the worker's beside the same parameters, a phrase
+    #: ("for bonnie++, a memory limit of its own of the same size")
+    setting: str | None = None
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,8 @@ class Study:
     not_measured_unit: tuple[str, str] = ("result", "results")
     #: a sentence on what one repetition is, where it is not one run (the audit's B4)
     repetition_note: str | None = None
+    #: the original's own baseline that every ratio divides by, a phrase ("one file") (the audit's D1)
+    baseline: str | None = None
 
     @property
     def table_schema(self) -> dict:

@@ -449,5 +449,6 @@ STUDY = Study(
     not_measured_unit=("job", "jobs"),
     repetition_note=("a degradation repetition is several dd runs on one file system, "
                      "which its table counts apart"),
+    baseline="no extra files",
     cache=CACHE,
 )

@@ -446,5 +446,6 @@ STUDY = Study(
     peers=PeerTable(peer="fio", table="filecount-peers.csv", column="worker_over_fio",
                     role="fio in the place of the original's vdbench"),
     not_measured_unit=("tool's run", "tools' runs"),
+    baseline="one file",
     cache=CACHE,
 )

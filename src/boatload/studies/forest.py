@@ -298,5 +298,6 @@ STUDY = Study(
     unmapped_rows=Uncovered(("original", "unmapped"), ("published forest row (a state-file variant)",
                                                         "published forest rows (the state-file variants)")),
     not_measured_unit=("run", "runs"),
+    baseline="the fastest method",
     cache=CACHE,
 )

@@ -332,6 +332,7 @@ STUDY = Study(
     missing_points=Uncovered(("original", "missing"), ("journal point the original did not finish",
                                                        "journal points the original did not finish")),
     not_measured_unit=("phase", "phases"),
+    baseline="the internal log",
     cache=CACHE,
     defaults={"ci": {"durability": ["none", "syncfs", "fsync"], "fsync_files": 100},
               "quick": {"durability": ["none", "syncfs", "fsync"], "syncfs_files": 2000, "fsync_files": 100},

@@ -583,9 +583,11 @@ STUDY = Study(
         scale=(ScaleGap("memory", ("memory_limit_mb",), ("original", "ram_gb"), "MiB", original_scale=1024),),
     ),
     peers=PeerTable(peer="bonnie++", table="tmpfs-peers.csv", column="worker_over_bonnie",
-                    role="bonnie++, the original's own tool"),
+                    role="bonnie++, the original's own tool",
+                    setting="for bonnie++, a memory limit of its own of the same size"),
     memory_limit=("memory_limit_mb",),
     original_memory="{original[ram_gb]} GB",
     not_measured_unit=("tool's test", "tools' tests"),
+    baseline="ext3",
     cache=CACHE,
 )
