@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 from boatload.audit import CRIMES, PLATFORM_FIELDS
+from boatload.studies import registry
 from boatload.verdict import WITH_INTERVAL
 
 STATUSES = {"avoided", "stated", "partly", "cannot", "not applicable"}
@@ -59,7 +60,7 @@ def check_audit(results: Path) -> dict:
 
     # normalised numbers: geometric means only, recomputed here from the tables
     for peer in audit["peers"]:
-        col = {"fio": "worker_over_fio", "bonnie++": "worker_over_bonnie"}[peer["peer"]]
+        col = registry()[peer["study"]].peers.column  # the study's record names its table's column
         with (results / "tables" / peer["table"]).open(newline="") as fh:
             xs = [float(r[col]) for r in csv.DictReader(fh) if r[col] not in ("", None) and float(r[col]) > 0]
         assert peer["points"] == len(xs)
@@ -72,6 +73,14 @@ def check_audit(results: Path) -> dict:
     for row in th["scale"]:
         assert row["original"] >= row["ours"] > 0 and math.isclose(row["factor"], row["original"] / row["ours"])
     assert th["memory"]["host_bytes"] == prov["memory_bytes"]
+    # memory limits and uncovered points only where a study's record says its summary keeps them
+    assert all(registry()[s].memory_limit for s in th["memory"]["limits_mb"])
+    for u in audit["uncovered"]:
+        gap = getattr(registry()[u["study"]], u["kind"])
+        summary = json.loads((results / "tables" / f"{u['study']}-summary.json").read_text())
+        for key in gap.where:
+            summary = summary[key]
+        assert u["count"] == len(summary) > 0 and u["what"] in crimes["A2"]["how"]
     assert th["disk"]["targets"] == len(prov["targets"])
     assert th["disk"]["loop_targets"] == sum(t["kind"] == "loop" for t in prov["targets"])
     assert th["kernel"] == prov["kernel"]

@@ -10,8 +10,33 @@ from workerlib import SHM
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "native" / "build" / "boatload-worker"
 # What a workflow run needs from the clone; everything else it makes itself.
+# The test files that neither measure nor time anything, attach no loop device, mount, cgroup or swap,
+# open no port and keep every file under their own tmp_path (distinct per xdist worker): `make test`
+# runs them on two workers (`pytest -m parallel -n 2`), then the rest alone (`-m "not parallel"`).
+# A file not named here runs alone: add one only when all of the above holds for every test in it
+# (tests/test_parallel_set.py checks the source of each for the obvious signs).
+PARALLEL_FILES = {
+    # arithmetic, statistics and the code's shape
+    "test_audit.py", "test_intervals.py", "test_paired_intervals.py", "test_sequential.py", "test_stats.py",
+    "test_verdict.py", "test_verdict_error_rates.py", "test_settle_record.py", "test_imports.py",
+    "test_native_layers.py", "test_plan.py", "test_results.py", "test_config.py", "test_config_mutations.py",
+    "test_devmodel.py",
+    # notebooks, paper and blog on the committed fixtures (papermill, typst; nothing measured)
+    "test_notebook_degradation.py", "test_notebook_filecount.py", "test_notebook_journal.py",
+    "test_notebook_tmpfs.py", "test_notebook_setup.py", "test_notebooks.py", "test_paper.py",
+    "test_paper_layout.py", "test_paper_text.py", "test_paper_own_hardware.py", "test_blog.py",
+    "test_bench_verdicts.py",
+    # the worker's and the baselines' outputs checked for content only, in their own temporary directories
+    "test_worker_cli.py", "test_worker_tree.py", "test_creators.py",
+}
 WORKFLOW_FILES = ["Snakefile", "profiles", "workflow", "config", "notebooks", "paper", "data/reference",
                   "data/devmodels.yaml", "uv.lock", "pyproject.toml"]
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in PARALLEL_FILES:
+            item.add_marker(pytest.mark.parallel)
 
 
 @pytest.fixture(scope="session")

@@ -32,27 +32,45 @@ TOY_MODULE = '''
 
 from __future__ import annotations
 
+import os
+import time
+
 import polars as pl
 
+from boatload import memlimit
+from boatload.paths import scratch_dir
 from boatload.runner import run_job
-from boatload.study import Original, ScaleGap, Study, base_job, base_row, settings, settings_schema
+from boatload.study import Original, PeerTable, ScaleGap, Study, base_job, base_row, settings, settings_schema
 from boatload.worker import failure, phase, run_worker
 
 
 def jobs(config: dict) -> list[dict]:
     s = settings(config, STUDY)
-    return [base_job(config, "toy", target, "tree", rep, shape=s["shape"])
+    return [base_job(config, "toy", target, "tree", rep, shape=s["shape"], memory_limit_mb=s["memory_limit_mb"])
             for target in s["targets"] for rep in range(1, s["repetitions"] + 1)]
+
+
+def python_peer(root, shape) -> float:
+    """The peer: the same tree made by a Python loop; files/s."""
+    start = time.perf_counter()
+    for d in range(shape[0]):
+        os.mkdir(root / f"d{d}")
+        for f in range(shape[1]):
+            os.close(os.open(root / f"d{d}" / f"f{f}", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    return shape[0] * shape[1] / (time.perf_counter() - start)
 
 
 def measure(provisioned, job: dict) -> dict:
     root = provisioned.path / "toy"
     root.mkdir()
-    doc = run_worker("tree", ["--dir", str(root), "--shape", "x".join(map(str, job["shape"])),
-                              "--threads", "1", "--seed", str(job["seed"])])
+    with memlimit.memory_limit(job["memory_limit_mb"], 0, scratch_dir()) as limit:
+        doc = run_worker("tree", ["--dir", str(root), "--shape", "x".join(map(str, job["shape"])),
+                                  "--threads", "1", "--seed", str(job["seed"])], limit=limit)
+    (provisioned.path / "peer").mkdir()
     create = phase(doc, "create")
     return {"status": "ok" if doc["status"] == "ok" else "error", "reason": failure(doc),
-            "files": create["ops"], "seconds": create["seconds"], "files_per_s": create["ops_per_s"]}
+            "files": create["ops"], "seconds": create["seconds"], "files_per_s": create["ops_per_s"],
+            "peer_files_per_s": python_peer(provisioned.path / "peer", job["shape"])}
 
 
 def run(job: dict) -> dict:
@@ -66,21 +84,28 @@ def summary(doc: dict) -> str:
 def rows(doc: dict) -> list[dict]:
     r = doc["result"]
     return [{**base_row(doc, r["status"], r["reason"]), "rep": doc["job"]["rep"], "files": r["files"],
-             "seconds": r["seconds"], "files_per_s": r["files_per_s"]}]
+             "seconds": r["seconds"], "files_per_s": r["files_per_s"], "peer_files_per_s": r["peer_files_per_s"],
+             "memory_limit_mb": doc["job"]["memory_limit_mb"]}]
 
 
 STUDY = Study(
     name="toy", order=60, title="Toy", question="How fast does the worker make a small tree of empty files?",
     settings=settings_schema("the worker's tree on each target", [],
                              shape={"type": "array", "items": {"type": "integer", "minimum": 1},
-                                    "default": [4, 50], "description": "directories x files"}),
+                                    "default": [4, 50], "description": "directories x files"},
+                             memory_limit_mb={"type": "integer", "minimum": 64, "default": 96,
+                                              "description": "the worker's cgroup memory limit"}),
     defaults={"ci": {"targets": ["tmpfs"], "repetitions": 3}},
     jobs=jobs, run=run, summary=summary, rows=rows, sort=("target", "rep"),
-    columns={"rep": pl.Int64, "files": pl.Int64, "seconds": pl.Float64, "files_per_s": pl.Float64},
+    columns={"rep": pl.Int64, "files": pl.Int64, "seconds": pl.Float64, "files_per_s": pl.Float64,
+             "peer_files_per_s": pl.Float64, "memory_limit_mb": pl.Int64},
     measures_without_root=True, figures=("rates",),
     original=Original(citation="toy-original", hardware="a {original[machine]} with {original[filesystems]}",
                       rate=("files_per_s", "files/s"),
                       scale=(ScaleGap("files per run", ("files",), ("original", "files")),)),
+    peers=PeerTable(peer="a Python loop", table="toy-peers.csv", column="worker_over_python",
+                    role="a Python loop making the same tree"),
+    memory_limit=("memory_limit_mb",), original_memory="{original[memory]}",
 )
 '''
 
@@ -111,12 +136,15 @@ published = pl.read_csv(paths.reference)["files_per_s"][0]
 rates = runs["files_per_s"].to_list()
 median, low, high = bootstrap_ci(rates, seed=0)
 notebook.write_table(runs, paths.table())
+ratio = pl.col("files_per_s") / pl.col("peer_files_per_s")
+notebook.write_table(runs.select("target", "rep", worker_over_python=ratio), paths.table("peers"))
 rule = Rule()
 summary = {
     "runs": runs.height, "files": int(runs["files"][0]), "targets": sorted(set(runs["target"])),
     "median_files_per_s": median, "last_run_at": max(runs["started_at"]), "verdict_rule": rule.text(),
     "verdicts": [claim("ours over the published rate is above 1", 2.0, rates, [published], rule)],
-    "original": {"machine": "laptop of 2010", "filesystems": ["tmpfs", "ext4"], "files": 10000},
+    "original": {"machine": "laptop of 2010", "filesystems": ["tmpfs", "ext4"], "files": 10000, "memory": "2 GB"},
+    "memory_limit_mb": int(runs["memory_limit_mb"].max()),
 }
 notebook.write_summary(summary, paths.summary)
 save_chart(alt.Chart(runs).mark_point().encode(x="rep:O", y="files_per_s:Q"), paths.out, "toy", "rates")
@@ -141,6 +169,10 @@ def add_toy_study(clone: Path) -> None:
     (clone / "data" / "reference" / "toy.csv").write_text("filesystem,files_per_s\ntmpfs,50000\n")
     ci = clone / "config" / "ci.yaml"
     ci.write_text(ci.read_text() + "  toy: {}\n")
+
+
+def audit_of(workdir: Path) -> dict:
+    return json.loads((workdir / "results" / "tables" / "audit.json").read_text())
 
 
 def test_a_sixth_study_is_four_files_and_a_config_line(workdir):
@@ -184,6 +216,16 @@ def test_a_sixth_study_is_four_files_and_a_config_line(workdir):
     text = " ".join(pdf_text(workdir / "results" / "paper" / "paper.pdf").split())
     assert "Toy: a small tree of empty files" in text
     assert "The worker made 200 files 3 times on tmpfs" in text
+    # its peer and its memory limit, from its record alone: in the audit and the threats
+    ratios = pl.read_csv(workdir / "results" / "tables" / "toy-peers.csv")["worker_over_python"]
+    assert ratios.len() == 3 and (ratios > 0).all()
+    (peer,) = [p for p in audit_of(workdir)["peers"] if p["study"] == "toy"]
+    assert peer["peer"] == "a Python loop" and peer["points"] == 3 and ratios.min() <= peer["geomean"] <= ratios.max()
+    b5 = next(c for c in audit_of(workdir)["crimes"] if c["id"] == "B5")["how"]
+    assert "over 3 points for a Python loop (toy)" in b5
+    memory = audit_of(workdir)["threats"]["memory"]
+    assert memory["limits_mb"]["toy"] == 96 and memory["original"]["toy"] == "2 GB"
+    assert "96 MiB for toy" in text and "2 GB for toy" in text
     # its original, from its record alone: the scale gap in the audit and the threats, the machine in the threats
     audit = json.loads((workdir / "results" / "tables" / "audit.json").read_text())
     gap = [r for r in audit["threats"]["scale"] if r["study"] == "toy"]

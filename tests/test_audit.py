@@ -63,8 +63,9 @@ def test_audit_of_made_up_results(tmp_path):
     assert crimes["B4"]["status"] == "partly"
     assert "over 4 runs per side" in crimes["B4"]["how"] and f"{coverage['coverage']:.1%}" in crimes["B4"]["how"]
     assert "1 claims rest on runs too few" in crimes["B4"]["how"]
-    assert doc["peers"] == [{"study": "filecount", "peer": "fio", "points": 2, "geomean": pytest.approx(1.0),
-                             "min": 0.5, "max": 2.0, "table": "filecount-peers.csv"}]
+    assert doc["peers"] == [{"study": "filecount", "peer": "fio", "role": "fio in the place of the original's vdbench",
+                             "setting": None, "points": 2, "geomean": pytest.approx(1.0), "min": 0.5, "max": 2.0,
+                             "table": "filecount-peers.csv"}]
     assert "1.00 over 2 points for fio" in crimes["B5"]["how"]
     assert crimes["C1"]["status"] == "cannot" and "1 of the 2 targets" in crimes["C1"]["how"]
     scale = {(r["study"], r["quantity"]): r["factor"] for r in doc["threats"]["scale"]}
@@ -115,3 +116,72 @@ def test_c2_is_partly_when_an_unexercised_claim_is_decided(tmp_path):
     decided = {"claim": "log on SSD", "verdict": "reproduced", "exercised": False}
     crimes = _results(tmp_path, [decided], [])
     assert crimes["C2"]["status"] == "partly" and "log on SSD (tmpfs)" in crimes["C2"]["how"]
+
+
+def test_uncovered_points_and_memory_limits_come_from_the_records(tmp_path):
+    """forest's unmapped rows, journal's missing points, degradation's and
+    tmpfs's memory limits: each found where its study's record says."""
+    crimes_of = _results(tmp_path, [], [])
+    assert crimes_of["A2"]["status"] == "avoided"
+    tables = tmp_path / "tables"
+    summaries = {
+        "forest": {"original": {"unmapped": [{"method": "a"}, {"method": "b"}]}},
+        "journal": {"original": {"missing": [{"config": "c", "phase": "p"}]}},
+        "degradation": {"setup": {"memory_limit_mb": 512}, "original": {"memory": "1 GB"}},
+        "tmpfs": {"memory_limit_mb": [256, 1024], "original": {"ram_gb": 4}},
+    }
+    for study, extra in summaries.items():
+        (tables / f"{study}-summary.json").write_text(json.dumps({"stat": "median", "verdicts": [], **extra}))
+        (tables / f"{study}.csv").write_text("target,reps\ntmpfs,5\n")
+    doc = audit.build_audit(tmp_path)
+    crimes = {c["id"]: c for c in doc["crimes"]}
+    assert crimes["A2"]["status"] == "stated"
+    assert ("1 journal point the original did not finish and 2 published forest rows (the state-file variants) "
+            "have no counterpart") in crimes["A2"]["how"]
+    assert doc["uncovered"] == [
+        {"study": "journal", "kind": "missing_points", "count": 1, "what": "journal point the original did not finish"},
+        {"study": "forest", "kind": "unmapped_rows", "count": 2,
+         "what": "published forest rows (the state-file variants)"}]
+    memory = doc["threats"]["memory"]
+    assert memory["limits_mb"] == {"degradation": 512, "tmpfs": 1024}
+    assert memory["largest_limit_share"] == pytest.approx(1024 / 8192)
+    assert memory["original"] == {"degradation": "1 GB", "tmpfs": "4 GB"}
+    assert "a degradation repetition is several dd runs" in crimes["B4"]["how"]
+    # each study's own baseline, in the studies' order
+    assert ("(the original's own baseline: no extra files, the internal log, the fastest method, ext3); "
+            in crimes["D1"]["how"])
+
+
+def test_a_new_studys_peer_and_memory_limit_reach_the_audit(tmp_path, monkeypatch):
+    """A study the audit has never heard of: its record's peer table and memory
+    limit are all the audit needs (the whole workflow: tests/test_add_study.py)."""
+    from dataclasses import replace
+
+    from boatload.study import PeerTable
+    from boatload.studies import registry
+
+    toy = replace(registry()["calibration"], name="toy", baseline="an empty tree",
+                  peers=PeerTable("cat", "toy-peers.csv", "worker_over_cat", "cat, the toy's peer",
+                                  setting="for cat, a sandbox of its own"),
+                  memory_limit=("limit_mb",), original_memory="{original[ram]}", not_measured_unit=("toss", "tosses"))
+    monkeypatch.setattr(audit, "registry", lambda: {**registry(), "toy": toy})
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    (tmp_path / "provenance.json").write_text(json.dumps({"host": "h", "runs": 2, "targets": [],
+                                                          "memory_bytes": 2**30}))
+    (tables / "toy-summary.json").write_text(json.dumps({"stat": "median", "verdicts": [], "limit_mb": 128,
+                                                         "original": {"ram": "64 MB"}, "not_measured": [{}]}))
+    (tables / "toy.csv").write_text("target,reps\ntmpfs,2\n")
+    (tables / "toy-peers.csv").write_text("target,worker_over_cat\ntmpfs,4\ntmpfs,1\n")
+    doc = audit.build_audit(tmp_path)
+    crimes = {c["id"]: c for c in doc["crimes"]}
+    assert [(p["study"], p["peer"], p["points"]) for p in doc["peers"]] == [("toy", "cat", 2)]
+    assert doc["peers"][0]["geomean"] == pytest.approx(2.0)
+    assert "2.00 over 2 points for cat (toy)" in crimes["B5"]["how"]
+    assert "cat, the toy's peer" in crimes["C2"]["how"]
+    assert doc["threats"]["memory"]["limits_mb"] == {"toy": 128}
+    assert doc["threats"]["memory"]["largest_limit_share"] == pytest.approx(128 / 1024)
+    assert doc["threats"]["memory"]["original"] == {"toy": "64 MB"}
+    assert "1 toss of toy" in crimes["A3"]["how"]
+    assert "(the original's own baseline: an empty tree)" in crimes["D1"]["how"]
+    assert "with the same parameters and, for cat, a sandbox of its own;" in crimes["D3"]["how"]

@@ -19,7 +19,8 @@
  * in a keyed permutation of the block (meta_order_init_share).
  *
  * This file holds the pure parts, the options, the plan, the run and the
- * report; the phases are in meta_phases.c.
+ * report; the phases are in meta_phases.c and the visit order, which both
+ * use, in meta_order.c.
  */
 #include "meta.h"
 #include "meta_plan.h"
@@ -133,19 +134,6 @@ int meta_layout_init(struct meta_layout *l, uint64_t files, uint64_t dirs)
     l->rem = files % dirs;
     uint64_t fan[2] = {dirs, l->per + (l->rem ? 1 : 0)};
     return shape_from_fans(&l->names, fan, 2);
-}
-
-void meta_order_init(struct meta_order *o, uint64_t files, int random, uint64_t seed, unsigned phase_index)
-{
-    o->random = random;
-    perm_init(&o->perm, files, mix64(mix64(seed ^ 0x6d657461ull) + phase_index + 1));
-}
-
-void meta_order_init_share(struct meta_order *o, uint64_t begin, uint64_t end, int random, uint64_t seed,
-                           unsigned phase_index)
-{
-    o->random = random;
-    perm_init(&o->perm, end - begin, mix64(mix64(seed ^ 0x6d657461ull) + phase_index + 1) ^ mix64(begin + 1));
 }
 
 /* ---- the workload --------------------------------------------------------- */

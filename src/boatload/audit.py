@@ -59,14 +59,6 @@ PLATFORM_FIELDS = {"host": "the host", "cpu_model": "its CPU model", "cpus": "CP
                    "config": "the configuration", "scale": "its scale",
                    "worker": "the worker's version, compiler, flags and hash", "targets": "the targets"}
 
-# the unit of each study's results without a rate (its summary's `not_measured`), singular and plural
-NOT_MEASURED_UNIT = {"degradation": ("job", "jobs"), "journal": ("phase", "phases"), "forest": ("run", "runs"),
-                     "filecount": ("tool's run", "tools' runs"), "tmpfs": ("tool's test", "tools' tests")}
-
-# what each peer tool stands for
-PEER_ROLE = {"fio": "fio in the place of the original's vdbench", "bonnie++": "bonnie++, the original's own tool"}
-
-
 
 def geomean(values) -> float | None:
     """The geometric mean of positive finite numbers (None if there are none):
@@ -158,17 +150,20 @@ def _coverage(verdicts: list[dict], level: float) -> list[dict]:
 
 
 def _peers(results: Path, studies: list[str]) -> list[dict]:
-    """Worker over peer per point, summarised by the geometric mean."""
+    """Worker over peer per point, summarised by the geometric mean, for each
+    study whose record names a peer table."""
     out = []
-    for study, peer, name, col in (("filecount", "fio", "filecount-peers.csv", "worker_over_fio"),
-                                   ("tmpfs", "bonnie++", "tmpfs-peers.csv", "worker_over_bonnie")):
-        if study not in studies:
+    for study in studies:
+        table = registry()[study].peers
+        if table is None:
             continue
-        ratios = [r for r in (_num(row.get(col)) for row in _read_csv(results / "tables" / name)) if r and r > 0]
+        rows = _read_csv(results / "tables" / table.table)
+        ratios = [r for r in (_num(row.get(table.column)) for row in rows) if r and r > 0]
         if not ratios:
             continue
-        out.append({"study": study, "peer": peer, "points": len(ratios), "geomean": geomean(ratios),
-                    "min": min(ratios), "max": max(ratios), "table": name})
+        out.append({"study": study, "peer": table.peer, "role": table.role, "setting": table.setting,
+                    "points": len(ratios),
+                    "geomean": geomean(ratios), "min": min(ratios), "max": max(ratios), "table": table.table})
     return out
 
 
@@ -220,11 +215,7 @@ def _originals(summaries: dict) -> dict:
         original = registry()[study].original
         if original is None:
             continue
-        try:
-            hardware = _SummaryFields().format(original.hardware, **summary)
-        except (KeyError, IndexError, TypeError):
-            hardware = None  # the summary lacks a field the phrase names: say nothing rather than guess
-        out[study] = {"citation": original.citation, "hardware": hardware}
+        out[study] = {"citation": original.citation, "hardware": _phrase(original.hardware, summary)}
     return out
 
 
@@ -233,23 +224,44 @@ def _rate(study: str) -> tuple[str, str] | None:
     return original.rate if original else None
 
 
+def _phrase(template: str, summary: dict) -> str | None:
+    """A record's phrase filled from a summary, or None where the summary lacks a field it names."""
+    try:
+        return _SummaryFields().format(template, **summary)
+    except (KeyError, IndexError, TypeError):
+        return None  # say nothing rather than guess
+
+
 def _memory(prov: dict, summaries: dict) -> dict:
-    limits = {}
-    if _get(summaries, "degradation", "setup", "memory_limit_mb"):
-        limits["degradation"] = _get(summaries, "degradation", "setup", "memory_limit_mb")
-    if _get(summaries, "tmpfs", "memory_limit_mb"):
-        limits["tmpfs"] = max(_get(summaries, "tmpfs", "memory_limit_mb"))
+    """The memory limits the studies ran under (where each record says its summary keeps it) against the host's."""
+    limits, original = {}, {}
+    for study, summary in summaries.items():
+        record = registry()[study]
+        limit = _value(summary, record.memory_limit) if record.memory_limit else None
+        if limit:
+            limits[study] = limit
+        phrase = _phrase(record.original_memory, summary) if record.original_memory else None
+        if phrase:
+            original[study] = phrase
     host_mib = (prov.get("memory_bytes") or 0) / 2**20
-    tmpfs_ram = _get(summaries, "tmpfs", "original", "ram_gb")
     return {
         "host_bytes": prov.get("memory_bytes"),
         "limits_mb": limits,
         "largest_limit_share": (max(limits.values()) / host_mib) if limits and host_mib else None,
-        "original": {k: v for k, v in (
-            ("degradation", _get(summaries, "degradation", "original", "memory")),
-            ("tmpfs", f"{tmpfs_ram} GB" if tmpfs_ram else None),
-        ) if v},
+        "original": original,
     }
+
+
+def _uncovered(summaries: dict) -> list[dict]:
+    """The original's published rows and points with no counterpart here, per study as its record names them."""
+    out = []
+    for study, summary in summaries.items():
+        record = registry()[study]
+        for kind, gap in (("unmapped_rows", record.unmapped_rows), ("missing_points", record.missing_points)):
+            n = len(_get(summary, *gap.where) or []) if gap else 0
+            if n:
+                out.append({"study": study, "kind": kind, "count": n, "what": gap.what[n != 1]})
+    return out
 
 
 def _disk(prov: dict, results: Path, studies: list[str]) -> dict:
@@ -332,8 +344,8 @@ def build_audit(results: Path) -> dict:
     not_exercised = _verdicts_of(verdicts, "not exercised")
     decided_unexercised = [f"{v.get('claim')} ({s})" for s, v in verdicts
                            if v.get("exercised") is False and v.get("verdict") in DECIDED]
-    unmapped = len(summaries.get("forest", {}).get("original", {}).get("unmapped") or [])
-    missing_orig = len(summaries.get("journal", {}).get("original", {}).get("missing") or [])
+    uncovered = _uncovered(summaries)
+    baselines = [registry()[s].baseline for s in studies if registry()[s].baseline]
     n_claims = len(verdicts)
     counts_text = _and([f"{n} {k}" for k, n in sorted(by_verdict.items())]) or "none"
 
@@ -358,9 +370,8 @@ def build_audit(results: Path) -> dict:
                     "\"too few runs\" rather than given a narrower one.")
     if reps:
         span = (f"{min(reps)} each" if min(reps) == max(reps) else f"from {min(reps)} to {max(reps)}")
-        ci_text += (f" Every table row states its repetitions ({span}; a degradation repetition is several dd "
-                    "runs on one file system, which its table counts apart)." if "degradation" in studies
-                    else f" Every table row states its repetitions ({span}).")
+        notes = [n for n in (registry()[s].repetition_note for s in studies) if n]
+        ci_text += f" Every table row states its repetitions ({'; '.join([span, *notes])})."
 
     kinds: dict[str, list[str]] = {}
     for study, stat in stats.items():
@@ -376,17 +387,17 @@ def build_audit(results: Path) -> dict:
         crime("A1", "avoided",
               f"Every claim of the originals that maps onto a measurement is tested, whichever way it comes out: "
               f"{n_claims} claims, {counts_text}. A \"contradicted\" is reported as prominently as a \"reproduced\"."),
-        crime("A2", "avoided" if not (unmapped or missing_orig) else "stated",
+        crime("A2", "avoided" if not uncovered else "stated",
               f"All {len(studies)} studies are rerun with every operation the originals measured."
-              + (f" {unmapped} published forest rows (the state-file variants) and {missing_orig} journal point"
-                 f"{'s' if missing_orig != 1 else ''} the original did not finish have no counterpart; "
-                 "each section names them." if unmapped or missing_orig else "")),
+              + (" " + _and([f"{u['count']} {u['what']}" for u in uncovered])
+                 + (" has" if len(uncovered) == 1 and uncovered[0]["count"] == 1 else " have")
+                 + " no counterpart; each section names them." if uncovered else "")),
         crime("A3", "avoided",
               "Every planned run is kept: "
               + (f"{_runs(prov['runs'])} in this results directory (one record each, as the method section's table of measurement conditions counts them); "
                  if prov.get("runs") else "")
               + ("results without a rate, each listed with its reason in its study's section: "
-                 + _and([_count(n, *NOT_MEASURED_UNIT.get(s, ("result", "results"))) + f" of {s}"
+                 + _and([_count(n, *registry()[s].not_measured_unit) + f" of {s}"
                          for s, n in not_measured.items() if n])
                  if any(not_measured.values()) else "every result has a rate")
               + f"; {cond['redone_attempts']} disturbed attempts stay in their runs' records."),
@@ -415,7 +426,7 @@ def build_audit(results: Path) -> dict:
               "Each study reruns the original's own workload (its operations, file sizes, tree shape, "
               "read share, transfer size) with one worker"
               + (", and a standard tool beside it on the same points ("
-                 + _and([PEER_ROLE.get(p["peer"], p["peer"]) for p in peers]) + ")" if peers else "") + ". "
+                 + _and([p["role"] for p in peers]) + ")" if peers else "") + ". "
               + (f"{_count(not_exercised, 'claim', 'claims')} whose mechanism the timed phase did not use (no "
                  "write or flush reached the device the claim is about) "
                  + ("is" if not_exercised == 1 else "are") + " marked \"not exercised\" and carry no verdict"
@@ -428,9 +439,9 @@ def build_audit(results: Path) -> dict:
               f"order (seed {prov.get('order_seed')}) and the bootstrap (seed "
               f"{_and(sorted({str(summaries[s].get('seed')) for s in studies}))}) are seeded in the record."),
         crime("D1", "avoided",
-              f"Every ratio divides by a baseline measured in the same run set on the same host and kernel "
-              f"(the original's own baseline: one file, no extra files, the internal log, ext3, the fastest "
-              f"method); {n_claims - not_tested} of the {n_claims} claims have both sides measured."),
+              "Every ratio divides by a baseline measured in the same run set on the same host and kernel"
+              + (f" (the original's own baseline: {', '.join(baselines)})" if baselines else "")
+              + f"; {n_claims - not_tested} of the {n_claims} claims have both sides measured."),
         crime("D2", "avoided" if peers else "partly",
               "Our numbers stand beside the originals' published ones in every section"
               + (", and the worker is measured against " + _and(
@@ -438,8 +449,8 @@ def build_audit(results: Path) -> dict:
                  if peers else "; no peer tool ran in these results") + "."),
         crime("D3", "avoided",
               "A peer runs in the same job as the worker, on the same freshly made target, with the same "
-              "parameters and, for bonnie++, a memory limit of its own of the same size; the order of the "
-              "two tools alternates with the repetition."),
+              "parameters" + "".join(f" and, {p['setting']}" for p in peers if p.get("setting"))
+              + "; the order of the two tools alternates with the repetition."),
         crime("D4", "not applicable",
               "The paper claims no gain for a system of its own; it compares file systems and methods as the "
               "originals did, and the worker only stands in for their tools."),
@@ -469,6 +480,7 @@ def build_audit(results: Path) -> dict:
         "reps_min": min(reps) if reps else None,
         "reps_max": max(reps) if reps else None,
         "peers": peers,
+        "uncovered": uncovered,
         "crimes": crimes,
         "threats": {"scale": scale, "memory": memory, "disk": disk, "conditions": cond,
                     "kernel": prov.get("kernel"), "cpu_model": prov.get("cpu_model"), "cpus": prov.get("cpus"),

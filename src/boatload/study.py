@@ -48,6 +48,37 @@ class Original:
 
 
 @dataclass(frozen=True)
+class PeerTable:
+    """A standard tool run beside the worker on the same points: the table the
+    study's notebook writes (results/tables/<table>) with the worker's rate over
+    the tool's per point in `column`; the audit summarises it."""
+
+    #: the tool, as the audit names it ("fio")
+    peer: str
+    #: the file name under results/tables/
+    table: str
+    #: the column of worker-over-peer ratios
+    column: str
+    #: what the tool stands for, a phrase ("fio in the place of the original's vdbench")
+    role: str
+    #: how the peer's run differs from the worker's beside the same parameters, a phrase
+    #: ("for bonnie++, a memory limit of its own of the same size")
+    setting: str | None = None
+
+
+@dataclass(frozen=True)
+class Uncovered:
+    """Published points of the original with no counterpart here, which the
+    audit counts and the study's section names: their list in the summary and
+    what one and several of them are."""
+
+    #: a path of keys into the study's summary to the list
+    where: tuple[str, ...]
+    #: singular and plural, e.g. ("journal point the original did not finish", "... points ...")
+    what: tuple[str, str]
+
+
+@dataclass(frozen=True)
 class Study:
     name: str
     #: the study's place in the paper and every listing (smaller first)
@@ -91,6 +122,23 @@ class Study:
     claim_points: Callable[[dict, list], set] = field(default=lambda claim, jobs: named_points(claim, jobs))
     #: its claims' answers are known (the calibration study): counted apart from the studies' claims
     known_answers: bool = False
+    #: a standard tool's table beside the worker's (the audit's peer summary)
+    peers: PeerTable | None = None
+    #: a path of keys into the summary to the cgroup memory limit it ran under, MiB
+    #: (a list there counts by its largest value)
+    memory_limit: tuple[str, ...] | None = None
+    #: the original's memory, a phrase filled from the summary like Original.hardware ("{original[memory]}")
+    original_memory: str | None = None
+    #: published rows that have no counterpart here (the original's variants not rerun)
+    unmapped_rows: Uncovered | None = None
+    #: published points missing from the original itself (runs it did not finish)
+    missing_points: Uncovered | None = None
+    #: the unit of a result without a rate (the summary's `not_measured`), singular and plural
+    not_measured_unit: tuple[str, str] = ("result", "results")
+    #: a sentence on what one repetition is, where it is not one run (the audit's B4)
+    repetition_note: str | None = None
+    #: the original's own baseline that every ratio divides by, a phrase ("one file") (the audit's D1)
+    baseline: str | None = None
 
     @property
     def table_schema(self) -> dict:

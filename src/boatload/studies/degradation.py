@@ -444,5 +444,11 @@ STUDY = Study(
             ScaleGap("big file", ("setup", "file_bytes"), ("original", "file_bytes"), "bytes"),
         ),
     ),
+    memory_limit=("setup", "memory_limit_mb"),
+    original_memory="{original[memory]}",
+    not_measured_unit=("job", "jobs"),
+    repetition_note=("a degradation repetition is several dd runs on one file system, "
+                     "which its table counts apart"),
+    baseline="no extra files",
     cache=CACHE,
 )

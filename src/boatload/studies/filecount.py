@@ -49,8 +49,8 @@ from boatload.errors import ConfigError
 from boatload.peers import fio
 from boatload.studies import adjacent
 from boatload.runner import run_job
-from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
-                            target_spec)
+from boatload.study import (Original, PeerTable, ScaleGap, Study, base_job, base_row, for_target, settings,
+                            settings_schema, target_spec)
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, failure, phase, run_worker
 
@@ -443,5 +443,9 @@ STUDY = Study(
             ScaleGap("threads", ("setup", "threads"), ("original", "threads")),
         ),
     ),
+    peers=PeerTable(peer="fio", table="filecount-peers.csv", column="worker_over_fio",
+                    role="fio in the place of the original's vdbench"),
+    not_measured_unit=("tool's run", "tools' runs"),
+    baseline="one file",
     cache=CACHE,
 )

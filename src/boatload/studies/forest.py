@@ -9,8 +9,8 @@ import polars as pl
 from boatload import capacity, creators
 from boatload.paths import scratch_dir
 from boatload.runner import run_job
-from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
-                            target_spec)
+from boatload.study import (Original, ScaleGap, Study, Uncovered, base_job, base_row, for_target, settings,
+                            settings_schema, target_spec)
 from boatload.targets import Provisioned
 from boatload.worker import failure, phase, run_worker
 
@@ -295,5 +295,9 @@ STUDY = Study(
         rate=("files_per_s", "files/s"),
         scale=(ScaleGap("files per run", ("counts", "files_planned"), float(ORIGINAL_FILES)),),
     ),
+    unmapped_rows=Uncovered(("original", "unmapped"), ("published forest row (a state-file variant)",
+                                                        "published forest rows (the state-file variants)")),
+    not_measured_unit=("run", "runs"),
+    baseline="the fastest method",
     cache=CACHE,
 )

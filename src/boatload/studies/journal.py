@@ -51,8 +51,8 @@ from boatload import capacity
 from boatload.devmodel import phasecounts
 from boatload.devmodel.presets import log_hardware
 from boatload.runner import run_job
-from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
-                            target_spec)
+from boatload.study import (Original, ScaleGap, Study, Uncovered, base_job, base_row, for_target, settings,
+                            settings_schema, target_spec)
 from boatload.targets import Provisioned
 from boatload.worker import WorkerError, failure, run_worker
 
@@ -329,6 +329,10 @@ STUDY = Study(
         rate=("ops_per_s", "operations/s"),
         scale=(ScaleGap("files", ("counts", "files"), ("original", "files")),),
     ),
+    missing_points=Uncovered(("original", "missing"), ("journal point the original did not finish",
+                                                       "journal points the original did not finish")),
+    not_measured_unit=("phase", "phases"),
+    baseline="the internal log",
     cache=CACHE,
     defaults={"ci": {"durability": ["none", "syncfs", "fsync"], "fsync_files": 100},
               "quick": {"durability": ["none", "syncfs", "fsync"], "syncfs_files": 2000, "fsync_files": 100},

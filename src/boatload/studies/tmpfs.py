@@ -100,8 +100,8 @@ from boatload.paths import scratch_dir
 from boatload.peers import bonnie
 from boatload.studies import adjacent
 from boatload.runner import run_job
-from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
-                            target_spec)
+from boatload.study import (Original, PeerTable, ScaleGap, Study, base_job, base_row, for_target, settings,
+                            settings_schema, target_spec)
 from boatload.targets import Provisioned, set_loop_direct_io
 from boatload.worker import WorkerError, failure, run_worker
 
@@ -582,5 +582,12 @@ STUDY = Study(
         rate=("ops_per_s", "files/s"),
         scale=(ScaleGap("memory", ("memory_limit_mb",), ("original", "ram_gb"), "MiB", original_scale=1024),),
     ),
+    peers=PeerTable(peer="bonnie++", table="tmpfs-peers.csv", column="worker_over_bonnie",
+                    role="bonnie++, the original's own tool",
+                    setting="for bonnie++, a memory limit of its own of the same size"),
+    memory_limit=("memory_limit_mb",),
+    original_memory="{original[ram_gb]} GB",
+    not_measured_unit=("tool's test", "tools' tests"),
+    baseline="ext3",
     cache=CACHE,
 )
