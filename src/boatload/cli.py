@@ -25,6 +25,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise SystemExit(f"boatload run: --job: not valid JSON ({exc})") from None
     result = study(args.study).run(job)
+    # Measured and torn down: a signal from here on could only lose a complete result, or leave
+    # it published by a process that died of the signal (a mask would not do: any thread may take it)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
     out = Path(args.out)
     runs_dir = Path(args.runs_dir)
     status = result["result"]["status"]
