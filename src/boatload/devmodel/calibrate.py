@@ -123,11 +123,15 @@ def reused_or_measured(scratch: Path, tools: dict[str, str], measure_now: Callab
                        max_age_s: float = MAX_AGE_S) -> StackCost:
     """The scratch directory's record if it holds for now (`conditions`) and is
     younger than `max_age_s`; else `measure_now()`, recorded for the next process."""
-    path = Path(scratch) / RECORD
-    now_conditions = conditions(tools)
-    cost = _recorded(path, now_conditions, max_age_s)
+    cost = _recorded(Path(scratch) / RECORD, conditions(tools), max_age_s)
     if cost is None:
         cost = measure_now()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps({**asdict(cost), "conditions": now_conditions}, indent=1, sort_keys=True) + "\n")
+        save(scratch, tools, cost)
     return cost
+
+
+def save(scratch: Path, tools: dict[str, str], cost: StackCost) -> None:
+    """Record `cost` in the scratch directory for the next process."""
+    path = Path(scratch) / RECORD
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, json.dumps({**asdict(cost), "conditions": conditions(tools)}, indent=1, sort_keys=True) + "\n")

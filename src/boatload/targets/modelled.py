@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from boatload.devmodel import presets
-from boatload.devmodel.device import stack_cost
+from boatload.devmodel.device import checked_stack_cost
 from boatload.devmodel.stack import attach as attach_stack, last_line
 from boatload.ledger import Ledger, pid_alive
 from boatload.targets.image import Attached, make_image
@@ -46,8 +46,7 @@ def resolved(model, where: str) -> dict:
 def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, undo, scratch: Path, model,
                     where: str, prov: dict, key: str, what: str = "image", outlive_parent: bool = False) -> Attached:
     params = resolved(model, where)
-    cost = stack_cost(scratch)
-    presets.check(params, where, size, cost.stack_us)
+    cost = checked_stack_cost(params, where, size, scratch)
     img_rid, fd = make_image(spec, image, size, ledger, undo, what)
     faults = dict(spec.faults) if spec.faults and key == "model" else None
     stack = attach_stack(image, {**params, **cost.params()}, scratch=Path(scratch), name=spec.name, ledger=ledger,
