@@ -31,11 +31,13 @@ import numpy as np
 import polars as pl
 
 from boatload.intervals import (
+    check_level,
     RatioInterval,
     ratio_interval,
     runs_for_interval,
     runs_to_decide_equivalence,
     runs_to_settle,
+    tost_level,
 )
 
 __all__ = [
@@ -62,12 +64,12 @@ class Settings:
     def __post_init__(self) -> None:
         if not self.margin > 1.0:
             raise ValueError(f"compare.margin: must be above 1, not {self.margin}")
-        if not 0.5 < self.level < 1.0:
-            raise ValueError(f"level: must lie between 0.5 and 1, not {self.level}")
+        check_level(self.level)
 
     @property
     def tost_level(self) -> float:
-        return round(2.0 * self.level - 1.0, 12)
+        """The interval two one-sided tests at 1 - level each read."""
+        return tost_level(self.level)
 
 
 def point_interval(a: Sequence[float], b: Sequence[float], level: float) -> RatioInterval:

@@ -28,8 +28,8 @@ from statistics import NormalDist
 import numpy as np
 
 __all__ = [
-    "RatioInterval", "mann_whitney_rank", "median_interval", "ratio_ci", "ratio_interval", "runs_for_interval",
-    "runs_to_decide_equivalence", "runs_to_exclude", "runs_to_settle", "simulated_coverage",
+    "RatioInterval", "check_level", "mann_whitney_rank", "median_interval", "ratio_ci", "ratio_interval", "runs_for_interval",
+    "runs_to_decide_equivalence", "runs_to_exclude", "runs_to_settle", "simulated_coverage", "tost_level",
 ]
 
 #: the power the runs_to_settle calculation aims at
@@ -37,6 +37,17 @@ POWER = 0.8
 #: asymptotic efficiency of the Mann-Whitney test against the t test for normal data
 #: (3/pi): the runs a t test needs, divided by it, are those the rank interval needs
 MW_EFFICIENCY = 3.0 / math.pi
+
+
+def check_level(level: float) -> None:
+    """A confidence level a rule may state: one line naming `level` otherwise."""
+    if not 0.5 < level < 1.0:
+        raise ValueError(f"level: must lie between 0.5 and 1, not {level}")
+
+
+def tost_level(level: float) -> float:
+    """The interval that two one-sided tests, each at 1 - level, read: 2 level - 1."""
+    return round(2.0 * level - 1.0, 12)
 
 
 @lru_cache(maxsize=512)

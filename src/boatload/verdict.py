@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from boatload.intervals import (
+    check_level,
     POWER,
     pairs_for_interval,
     RatioInterval,
@@ -49,6 +50,7 @@ from boatload.intervals import (
     runs_for_interval,
     runs_to_decide_equivalence,
     runs_to_exclude,
+    tost_level,
 )
 
 REPRODUCED = "reproduced"
@@ -111,13 +113,12 @@ class Rule:
             raise ValueError(f"verdicts.band_factor: must be above 1, not {self.band_factor}")
         if not self.equivalence_margin > 1.0:
             raise ValueError(f"verdicts.equivalence_margin: must be above 1, not {self.equivalence_margin}")
-        if not 0.5 < self.level < 1.0:
-            raise ValueError(f"level: must lie between 0.5 and 1, not {self.level}")
+        check_level(self.level)
 
     @property
     def tost_level(self) -> float:
         """The interval two one-sided tests at 1 - level each read."""
-        return round(2.0 * self.level - 1.0, 12)
+        return tost_level(self.level)
 
     def text(self) -> str:
         lvl, tost = _pct(self.level), _pct(self.tost_level)
