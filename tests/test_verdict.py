@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from boatload.verdict import (VERDICTS, Rule, bound_text, claim, decide, decide_equivalence, no_difference,
+from boatload.verdict import (VERDICTS, Rule, band, bound_text, claim, decide, decide_equivalence, no_difference,
                               claims_tested, not_applicable, not_exercised)
 
 RULE = Rule()
@@ -30,10 +30,19 @@ def test_direction_and_size_against_the_band():
     assert decide(0.1, 1.1, 1.2, 2.0)[0] == "contradicted"
     assert decide(0.1, 0.8, 1.2, 2.0)[0] == "not reproduced"
     assert decide(0.1, 0.04, 1.2, 2.0)[0] == "inconclusive"
-    # a band that holds 1 (an original of 1.5x): an interval about 1 can never rule it out
-    assert decide(1.5, 0.9, 1.1, 2.0)[0] == "inconclusive"
-    # a wider band takes in what a narrower one called smaller
-    assert decide(10.0, 1.3, 1.5, 8.0)[0] == "reproduced"
+    # 1.5x ÷ 2 would reach 1: the band stops at half the effect, sqrt(1.5) = 1.22x, so an interval
+    # about 1 that stays below it rules the original's size out, and one reaching past it does not
+    assert band(1.5, 2.0) == pytest.approx([1.5**0.5, 3.0])
+    assert band(0.605, 2.0) == pytest.approx([0.605 / 2.0, 0.605**0.5])
+    assert decide(1.5, 0.9, 1.1, 2.0) == ("not reproduced", "unsettled", "smaller")
+    assert decide(1.5, 0.9, 1.3, 2.0)[0] == "inconclusive"
+    assert decide(1.5, 1.05, 1.2, 2.0)[0] == "same direction, smaller effect"
+    assert decide(1.5, 1.3, 2.5, 2.0)[0] == "reproduced"
+    # a wider band takes in more, but never less than half the effect: 10x ÷ 8 stops at sqrt(10)
+    assert band(10.0, 8.0) == pytest.approx([10.0**0.5, 80.0])
+    assert decide(10.0, 3.5, 5.0, 8.0)[0] == "reproduced"
+    assert decide(10.0, 3.5, 6.0, 2.0)[0] == "same direction, size open"
+    assert decide(10.0, 1.3, 1.5, 8.0)[0] == "same direction, smaller effect"
     with pytest.raises(ValueError):
         decide(1.0, 0.9, 1.1, 2.0)
 
@@ -50,12 +59,12 @@ def test_claims_from_runs():
     c = claim("faster", 1.6, faster, base, RULE)
     assert c["verdict"] == "reproduced" and c["direction"] == "same" and c["size"] == "similar"
     assert c["ours_low"] < c["ours"] < c["ours_high"] and c["runs_per_side"] == [5, 5]
-    assert c["band"] == [pytest.approx(0.8), pytest.approx(3.2)]
+    assert c["band"] == [pytest.approx(1.6**0.5), pytest.approx(3.2)]
     # three runs per side: no 95 % interval exists, so no verdict, but the runs it would take
     few = claim("faster", 1.6, faster[:3], base[:3], RULE)
     assert few["verdict"] == "too few runs" and few["ours_low"] is None and few["runs_to_settle"] >= 4
     # a small effect in noisy runs: inconclusive, with the runs that would settle it
-    noisy = claim("faster", 1.6, [104.0, 96.0, 110.0, 99.0, 101.0], [100.0, 95.0, 107.0, 97.0, 102.0], RULE)
+    noisy = claim("10 % faster", 1.1, [104.0, 96.0, 110.0, 99.0, 101.0], [100.0, 95.0, 107.0, 97.0, 102.0], RULE)
     assert noisy["verdict"] == "inconclusive" and noisy["runs_to_settle"] > 5
     # a claimed 24x against runs near 1: ruled out, with the bound
     ruled = claim("24x faster", 24.4, [104.0, 96.0, 110.0, 99.0, 101.0], [100.0, 95.0, 107.0, 97.0, 102.0], RULE)

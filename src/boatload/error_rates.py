@@ -36,6 +36,7 @@ from boatload.verdict import (
     SIZE_OPEN,
     SMALLER,
     Rule,
+    band_edges,
     claim,
     no_difference,
 )
@@ -54,8 +55,8 @@ def is_wrong(verdict: str, truth: float, original: float | None, rule: Rule) -> 
         dist, margin = abs(math.log(truth)), math.log(rule.equivalence_margin)
         return {EQUIVALENT: dist >= margin, NOT_EQUIVALENT: dist <= margin}.get(verdict, False)
     sign = 1.0 if original > 1.0 else -1.0
-    x, effect, band = sign * math.log(truth), abs(math.log(original)), math.log(rule.band_factor)
-    low, high = effect - band, effect + band
+    x = sign * math.log(truth)
+    low, high = band_edges(original, rule.band_factor)
     holds = {
         REPRODUCED: x > 0.0 and low <= x <= high,
         SMALLER: 0.0 < x < low,
@@ -73,9 +74,11 @@ def truths_for(original: float | None, rule: Rule) -> list[float]:
     if original is None:
         m = rule.equivalence_margin
         return [1.0, m, 1.0 / m, m**1.5, 1.0 / m**0.5]
-    b = rule.band_factor
-    out = [original * b**k for k in (-1.2, -1.0, -0.5, 0.0, 0.5, 1.0, 1.2)]
     sign = 1.0 if original > 1.0 else -1.0
+    near, far = band_edges(original, rule.band_factor)
+    mid = (near + far) / 2.0
+    logs = (near - 0.2 * (mid - near), near, (near + mid) / 2.0, mid, (mid + far) / 2.0, far, far + 0.2 * (far - mid))
+    out = [math.exp(sign * x) for x in logs]
     out += [1.0, math.exp(-sign * 0.1), math.exp(-sign * 0.5), math.exp(sign * 0.1)]
     return sorted(set(round(t, 12) for t in out))
 

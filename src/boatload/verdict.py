@@ -6,7 +6,9 @@ A claim compares two samples of runs (a native program and a Python script,
 ext4 and ext2, ...) and the original reports their ratio. Our interval of the
 ratio is the exact Hodges-Lehmann / Mann-Whitney interval of
 :mod:`boatload.intervals`. Hardware differs, so the size we ask for is the
-original's within a band, ×/÷ ``band_factor`` on the log scale. With the
+original's within a band, ×/÷ ``band_factor`` on the log scale, its near
+edge never nearer to 1 than half the original's effect (the square root of
+its ratio), so that no effect is never the original's size. With the
 interval at level 1 - 2a, each word below is wrong with probability at most a
 (one tail of the interval), whatever the true ratio:
 
@@ -80,7 +82,8 @@ OPEN = (SIZE_OPEN, INCONCLUSIVE, TOO_FEW)
 UNTESTABLE = (NOT_EXERCISED, NOT_APPLICABLE)
 #: what each word says, the method section's table (in VERDICTS' order)
 MEANINGS = {
-    REPRODUCED: "the interval lies on the original's side of 1 and wholly inside the original's ratio ×/÷ the band",
+    REPRODUCED: "the interval lies on the original's side of 1 and wholly inside the band (the original's ratio "
+                "×/÷ the band factor, but no nearer to 1 than its square root)",
     SMALLER: "on the original's side of 1, wholly nearer to 1 than the band",
     LARGER: "on the original's side of 1, wholly beyond the band",
     NOT_REPRODUCED: "the interval contains 1 but lies wholly nearer to 1 than the band: the original's size "
@@ -127,8 +130,9 @@ class Rule:
             f"(Hodges-Lehmann with Mann-Whitney bounds), or, where both sides were measured in the same rounds and "
             f"the rounds are enough for the level ({pairs_for_interval(self.level)} at {lvl}), the exact Wilcoxon "
             f"signed-rank interval of the rounds' paired log ratios (assuming them symmetric about the shift); "
-            f"the original's size is its ratio ×/÷ {self.band_factor:g} "
-            f"(the band). reproduced: the interval lies on the original's side of 1 and wholly inside the band; "
+            f"the original's size is its ratio ×/÷ {self.band_factor:g}, but no nearer to 1 than the square "
+            f"root of its ratio, half its effect on the log scale (the band: a claimed 1.5x holds from 1.22x to "
+            f"3x, so that no effect is never the original's size). reproduced: the interval lies on the original's side of 1 and wholly inside the band; "
             f"same direction, smaller (larger) effect: on the original's side of 1 but wholly nearer to 1 than "
             f"the band (beyond it); same direction, size open: on the original's side of 1 across an edge of the "
             f"band; not reproduced: it contains 1 but lies wholly nearer to 1 than the band, so the original's "
@@ -150,6 +154,23 @@ def _pct(x: float) -> str:
     return f"{round(x * 100, 2):g} %"
 
 
+def band_edges(original_ratio: float, band_factor: float) -> tuple[float, float]:
+    """The original's size on the log scale, signed so that its effect is
+    positive: (near, far) edges. The near edge is ×/÷ band_factor from the
+    original's ratio, but never nearer to 1 than half its effect: a band
+    that reached 1 (a claimed 1.5x ÷ 2) would count no effect as the
+    original's size, and the claim could never be found not to hold."""
+    effect, band = abs(math.log(original_ratio)), math.log(band_factor)
+    return max(effect - band, effect / 2.0), effect + band
+
+
+def band(original_ratio: float, band_factor: float) -> list[float]:
+    """The band as ratios, [low, high]."""
+    near, far = band_edges(original_ratio, band_factor)
+    sign = 1.0 if original_ratio > 1.0 else -1.0
+    return sorted((math.exp(sign * near), math.exp(sign * far)))
+
+
 def decide(original_ratio: float, low: float, high: float, band_factor: float) -> tuple[str, str, str | None]:
     """(verdict, direction, size) of a claim of an effect, given the original
     ratio and our interval at the stated level."""
@@ -160,18 +181,18 @@ def decide(original_ratio: float, low: float, high: float, band_factor: float) -
     # on the log scale, signed so that the original's effect is positive
     sign = 1.0 if original_ratio > 1.0 else -1.0
     lo, hi = sorted((sign * math.log(low), sign * math.log(high)))
-    effect, band = abs(math.log(original_ratio)), math.log(band_factor)
+    near, far = band_edges(original_ratio, band_factor)
     if hi < 0.0:
         return CONTRADICTED, "opposite", None
     if lo <= 0.0:
-        if hi < effect - band:
+        if hi < near:
             return NOT_REPRODUCED, "unsettled", "smaller"
         return INCONCLUSIVE, "unsettled", None
-    if hi < effect - band:
+    if hi < near:
         return SMALLER, "same", "smaller"
-    if lo > effect + band:
+    if lo > far:
         return LARGER, "same", "larger"
-    if effect - band <= lo and hi <= effect + band:
+    if near <= lo and hi <= far:
         return REPRODUCED, "same", "similar"
     return SIZE_OPEN, "same", None
 
@@ -208,12 +229,11 @@ def runs_to_decide(original_ratio: float, r: RatioInterval, band_factor: float, 
     that exclude 1 or the band's near edge; for a size left open, those that
     put it clear of the band edge nearest the estimate. Never fewer than one
     more than the runs made (those did not decide it)."""
-    effect = abs(math.log(original_ratio))
-    near, far = math.exp(effect - math.log(band_factor)), math.exp(effect + math.log(band_factor))
+    near, far = (math.exp(e) for e in band_edges(original_ratio, band_factor))
     if original_ratio < 1.0:
         near, far = 1.0 / near, 1.0 / far
     if r.low <= 1.0 <= r.high:
-        edges = [1.0] + ([near] if (near > 1.0) == (original_ratio > 1.0) else [])
+        edges = [1.0, near]
     else:
         edges = [min((near, far), key=lambda e: abs(math.log(r.ratio / e)))]
     runs = [n for n in (runs_to_exclude(r.ratio, e, r.log_sd, level) for e in edges) if n is not None]
@@ -260,7 +280,7 @@ def claim(text: str, original_ratio: float, ours: Samples, base: Samples, rule: 
     """A claim of an effect: `ours` over `base` (the runs' rates of the two
     sides, None where a side was not measured) against the original's ratio."""
     r = _interval(ours, base, rule.level)
-    extra = {"band": [original_ratio / rule.band_factor, original_ratio * rule.band_factor], **extra}
+    extra = {"band": band(original_ratio, rule.band_factor), **extra}
     if r is None:
         return _entry(text, "effect", original_ratio, None, NOT_TESTED, None, None, None, extra)
     if r.low is None:
