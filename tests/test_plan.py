@@ -54,14 +54,19 @@ def test_what_the_quick_runs_need():
     runs = {r.key: plan.needs(r) for r in plan.runs(load("config"))}
     tmpfs_beyond = runs[("tmpfs", "ext3", "ws1.6", 1)]
     # The ext3 image and the swap file, both under the scratch directory.
-    assert tmpfs_beyond.scratch_bytes == (2048 + 2048) << 20
+    assert tmpfs_beyond.scratch_bytes == (2048 + 1024) << 20
     assert {"mkswap", "swapon", "swapoff", "bonnie++", "mkfs.ext3"} <= tmpfs_beyond.tools
     assert tmpfs_beyond.scratch_fields == ["targets.ext3.size_mb", "studies.tmpfs.swap_mb"]
     external = runs[("journal", "xfs-log-external", "meta", 1)]
     assert external.shm_bytes == 128 << 20 and "xfs_info" in external.tools
-    assert runs[("forest", "tmpfs", "touch-each", 1)].tools == {"mount", "umount", "touch"}
+    assert runs[("forest", "ext4", "touch-each", 1)].tools == {"losetup", "mount", "umount", "mkfs.ext4", "touch"}
     assert runs[("forest", "ext4", "tar", 1)].scratch_bytes == (2048 << 20) + 1024 * 1000
-    assert "fio" in runs[("filecount", "xfs", "k04-direct", 1)].tools
+    # the quick forest: every method on ext4, the worker alone elsewhere (per_target)
+    forest = {(k[1], k[2]) for k in runs if k[0] == "forest" and not k[2].startswith("scale-")}
+    assert {m for t, m in forest if t == "ext4"} == {"worker-1t", "worker-2t", "python", "touch-many", "touch-each",
+                                                     "tar", "unzip"}
+    assert {m for t, m in forest if t != "ext4"} == {"worker-1t", "worker-2t"}
+    assert "fio" in runs[("filecount", "xfs", "k10-direct", 1)].tools
     assert runs[("degradation", "ext4", "stages", 1)].memory_limit_mb == 256
 
 
