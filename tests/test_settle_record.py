@@ -12,7 +12,7 @@ def _claim(verdict, runs):
 
 
 def _record():
-    return {"scale": "ci", "design": {"alpha": 0.05, "looks": 3, "text": "at most 3 looks"}, "looks_made": 1,
+    return {"scale": "ci", "rule": settle_record.rule_fingerprint(), "design": {"alpha": 0.05, "looks": 3, "text": "at most 3 looks"}, "looks_made": 1,
             "stopped": None, "first_reps": {"forest": 1}, "points": {"forest/ext4/a": 5, "forest/ext4/b": 5},
             "claims": {"forest: A beats B": {"study": "forest", "points": ["forest/ext4/a", "forest/ext4/b"],
                                               "test": "effect", "decided": False, "look": None, "level": None,
@@ -53,3 +53,20 @@ def test_the_summary_takes_the_frozen_verdict_and_the_runs_added(tmp_path, monke
     # while settle runs a look, the notebook reports that look's own verdicts
     monkeypatch.setenv(settle_record.LOOK_ENV, "1")
     assert settle_record.applied(summary, "forest", tmp_path / "forest.parquet") is summary
+
+
+def test_a_record_made_under_another_rule_freezes_nothing(tmp_path, monkeypatch):
+    """A verdict frozen by an older verdict rule is not shown as today's: the
+    claim is decided on all its runs, and the summary says why."""
+    monkeypatch.delenv(settle_record.LOOK_ENV, raising=False)
+    record = _record()
+    _judge(record, "forest", 2, 0.99, {"verdicts": [_claim("reproduced", 5)]})
+    record["rule"] = "0" * 16
+    settle_record.save(tmp_path, record)
+    summary = {"verdicts": [_claim("not reproduced", 9)]}
+    out = settle_record.applied(summary, "forest", tmp_path / "forest.parquet")
+    assert out["verdicts"] == summary["verdicts"] and "another verdict rule" in out["settle"]["stale"]
+    # and one of today's rule carries it
+    record["rule"] = settle_record.rule_fingerprint()
+    settle_record.save(tmp_path, record)
+    assert settle_record.applied(summary, "forest", tmp_path / "forest.parquet")["verdicts"][0]["verdict"] == "reproduced"

@@ -99,7 +99,7 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
                 }
     any_design = next(iter(designs.values()))
     return {
-        "scale": config["scale"], "seed": config["seed"],
+        "scale": config["scale"], "seed": config["seed"], "rule": settle_record.rule_fingerprint(),
         "design": {"alpha": any_design.alpha, "looks": any_design.looks, "text": _design_text(designs, claims)},
         "schedules": {n: list(d.schedule) for n, d in designs.items()},
         "first_reps": {n: d.schedule[0] for n, d in designs.items()},

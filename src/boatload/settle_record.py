@@ -9,15 +9,27 @@ so a later analysis of more runs does not reopen it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
 
+from boatload import intervals, verdict
 from boatload.results import write_atomic
 
 NAME = "settle.json"
 #: set while settle itself runs a notebook at a look: the look's own verdicts, not the record's
 LOOK_ENV = "BOATLOAD_SETTLE_LOOK"
+
+
+def rule_fingerprint() -> str:
+    """What decides a verdict, as code: the sources of the verdict rule and its
+    intervals. A record made under other code froze verdicts that rule no
+    longer gives, so its claims are not carried (its runs still count)."""
+    digest = hashlib.sha256()
+    for module in (verdict, intervals):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def path(runs_dir: str | Path) -> Path:
@@ -64,6 +76,9 @@ def applied(summary: dict, study: str, data: str | Path) -> dict:
     carried = {k.split(": ", 1)[1]: v for k, v in record["claims"].items() if k.startswith(f"{study}: ")}
     if not carried:
         return summary
+    if record.get("rule") != rule_fingerprint():
+        return {**summary, "settle": {"stale": f"{path(Path(data).parent)} froze its verdicts under another verdict "
+                                                f"rule: each claim is decided here on all its runs"}}
 
     def settled(entry: dict) -> dict:
         done = carried.get(entry.get("claim"))
