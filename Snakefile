@@ -9,10 +9,10 @@
 import sys
 from pathlib import Path
 
-from boatload.config import ConfigError, validate
-from boatload.paths import scratch_dir
-from boatload.preflight import preflight
-from boatload.reproduce import clear_stale_lock, locks_matter
+from boatload.studies.config import ConfigError, validate
+from boatload.base.paths import scratch_dir
+from boatload.workflow.preflight import preflight
+from boatload.workflow.reproduce import clear_stale_lock, locks_matter
 
 # The quick scale unless --configfile names another. Only one config file is
 # read: a second one would be deep-merged into the first and quietly inherit

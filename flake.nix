@@ -68,7 +68,7 @@
           python = pkgs.python311;
 
           # Every program the studies run: the `nix` column of TOOLS in
-          # src/boatload/tools.py. tests/test_nix.py fails if the two drift.
+          # src/boatload/base/tools.py. tests/test_nix.py fails if the two drift.
           systemTools = [
             pkgs.e2fsprogs
             pkgs.xfsprogs

@@ -25,10 +25,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from boatload.peers import bonnie as bonnie_peer
-from boatload.peers import fio as fio_peer
-from boatload.targets import provision
-from boatload.targetspec import parse_target
+from boatload.measure.peers import bonnie as bonnie_peer
+from boatload.measure.peers import fio as fio_peer
+from boatload.provision.targets import provision
+from boatload.base.targetspec import parse_target
 
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE_BUILD = ROOT / "native" / "build"
@@ -107,7 +107,7 @@ SCRATCH_IN = Path("/dev/shm")
 def scratch_dir(base: Path | None = None):
     """A private scratch directory (under base) for images, mount points and helper files.
 
-    Everything mounted under it is torn down by boatload.targets.provision;
+    Everything mounted under it is torn down by boatload.provision.targets.provision;
     if a run is killed, `uv run boatload cleanup --scratch DIR` undoes it."""
     if base is not None and not base.is_dir():
         sys.exit(f"bench: --scratch-in: {base} is not a directory")
@@ -314,7 +314,7 @@ class Sample:
 
 def bonnie_rates(out: str, k: int, dirs: int) -> dict[str, float | None]:
     """The six file tests of bonnie++ -n K:...:DIRS from its CSV (read by
-    boatload.peers.bonnie, as the tmpfs study reads it): {csv name (seq_create,
+    boatload.measure.peers.bonnie, as the tmpfs study reads it): {csv name (seq_create,
     seq_stat, seq_del, ran_create, ran_stat, ran_del): files/s}, None where it
     printed +++++ (a test under 0.5 s). A line for other K or DIRS is a RunError."""
     try:

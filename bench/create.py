@@ -38,7 +38,7 @@ from collections import Counter
 from pathlib import Path
 
 import benchlib as bl
-from boatload.peers import bonnie as bonnie_peer
+from boatload.measure.peers import bonnie as bonnie_peer
 
 PYTHON_LOOP = r'''
 import os, sys, time

@@ -20,7 +20,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from boatload.devmodel import device, fiocheck, presets
+from boatload.provision.devmodel import device, presets
+from boatload.measure import fiocheck
 
 
 def main() -> int:

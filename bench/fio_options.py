@@ -5,7 +5,7 @@
 
 Not a goal check: a probe for the points where both tools are bound by the
 CPU. The filecount study's job (64 threads, 8 KiB, 70 % reads, k files of 32
-MiB, as `boatload.peers.fio.randrw_argv` gives it) is run by the worker and by
+MiB, as `boatload.measure.peers.fio.randrw_argv` gives it) is run by the worker and by
 fio with some of the options the study's fio twin uses taken out again, each
 on fresh files laid out by `randio --prepare` in a fresh directory, the
 order reversed every repetition. Prints per variant the median IOPS,
@@ -27,7 +27,7 @@ import sys
 
 import benchlib as bl
 
-from boatload.peers import fio
+from boatload.measure.peers import fio
 
 FIO_SIZE = 32 << 20
 # what each variant takes out of the study's fio command line

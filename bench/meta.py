@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 import benchlib as bl
-from boatload.peers import bonnie as bonnie_peer
+from boatload.measure.peers import bonnie as bonnie_peer
 
 PHASES = ["create:seq", "stat:seq", "delete:seq", "create:rand", "stat:rand", "delete:rand"]
 BONNIE_OF = dict(zip(PHASES, ["seq_create", "seq_stat", "seq_del", "ran_create", "ran_stat", "ran_del"]))

@@ -39,7 +39,7 @@ import tarfile
 from pathlib import Path
 
 import benchlib as bl
-from boatload.peers import bonnie as bonnie_peer
+from boatload.measure.peers import bonnie as bonnie_peer
 
 OPS = ("create", "stat", "delete")
 # peer -> (ops it does, clock, what it runs)

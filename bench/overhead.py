@@ -1,11 +1,11 @@
 """Where a run's time goes outside its timed phases (issue #38, item 3).
 
 For every study of a config, the first run of each of its targets in the
-plan's order (boatload.plan.runs), each as `make reproduce` runs it: one
+plan's order (boatload.workflow.plan.runs), each as `make reproduce` runs it: one
 `boatload run` process per job. Prints per study the plan's run count, the
 jobs measured, the wall seconds per run (the process, start to exit) and the
 share of it in timed phases (the interference monitor's phase seconds), and,
-where the raw result records them (boatload.runner: `seconds`), the mean
+where the raw result records them (boatload.measure.runner: `seconds`), the mean
 seconds per run of provisioning, of measuring outside the timed phases, of
 teardown, and of the process around them (start-up, the calibration, the
 result's provenance, and any attempts the interference monitor had measured
@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from boatload import config as config_mod
-from boatload import plan
+from boatload.studies import config as config_mod
+from boatload.workflow import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 

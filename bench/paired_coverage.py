@@ -1,7 +1,7 @@
 """Coverage and width of a claim's interval when its points are measured in
 rounds, paired (Wilcoxon signed-rank over the rounds' log ratios) and
 unpaired (Mann-Whitney over all runs), without and with a drift across the
-run (boatload.intervals.simulated_round_coverage).
+run (boatload.analysis.intervals.simulated_round_coverage).
 
     uv run python bench/paired_coverage.py [--draws 4000] [--rounds 4 6 8 12] [--drift 0 0.2] [--log-sd 0.05 0.1 0.3]
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from boatload.intervals import simulated_round_coverage
+from boatload.analysis.intervals import simulated_round_coverage
 
 
 def main() -> None:

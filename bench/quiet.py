@@ -2,7 +2,7 @@
 
 Runs whole workflows through Snakemake, each in a temporary copy of the
 workflow with its own scratch directory and results, and reads back the
-interference record of every timed phase (boatload.interference): the CPU
+interference record of every timed phase (boatload.measure.interference): the CPU
 of the orchestrator (the Snakemake process tree outside the run: scheduler,
 solver, logging, progress) and of the run's own monitor, against the
 phase's wall time. Prints, per workflow, their share of one core over all

@@ -10,7 +10,7 @@ writes (pwrite), for D seconds, buffered (--direct 0) or O_DIRECT (1).
     worker: boatload-worker randio --dir DIR --files N --file-size S --xfer 8K --read-pct 70
                 --duration D --threads 64 [--direct]
             (its "prepare" phase finds the files there; the "io" phase is the one compared)
-    fio:    the filecount study's fio twin (boatload.peers.fio.randrw_argv):
+    fio:    the filecount study's fio twin (boatload.measure.peers.fio.randrw_argv):
             fio --name=filecount --directory=DIR --filename=f000:f001:... --filesize=S
                 --ioengine=psync --thread --numjobs=64 --rw=randrw --rwmixread=70 --bs=8192
                 --direct=0|1 --time_based --runtime=D*1000ms --file_service_type=random
@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import benchlib as bl
-from boatload.peers import fio as fio_peer
+from boatload.measure.peers import fio as fio_peer
 
 THREADS, XFER, READ_PCT = 64, 8192, 70
 FIO_SEED = 1  # fio's --randseed; the worker runs with its default --seed
@@ -99,7 +99,7 @@ class Job:
                  "--threads", self.threads] + (["--direct"] if self.direct else []))
 
     def fio_argv(self, d: Path, default_latency: bool = False) -> list:
-        """The filecount study's fio twin (boatload.peers.fio), measuring each
+        """The filecount study's fio twin (boatload.measure.peers.fio), measuring each
         I/O once as the worker does; with `default_latency` also fio's second
         latency statistic (its default)."""
         return fio_peer.randrw_argv(d, self.files, self.file_size, threads=self.threads, xfer=XFER,

@@ -1,4 +1,4 @@
-"""How often each verdict word is wrong, by simulation (boatload.error_rates):
+"""How often each verdict word is wrong, by simulation (boatload.analysis.error_rates):
 per run count and word, the worst wrong-decision rate over true ratios placed
 on and past the band's edges, at 1 and at the equivalence margin, and the
 share of claims decided.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from boatload import error_rates
-from boatload.verdict import Rule
+from boatload.analysis import error_rates
+from boatload.analysis.verdict import Rule
 
 
 def main() -> None:

@@ -76,8 +76,8 @@ def report(result: dict) -> str:
 
 def rates(a: Path, b: Path) -> str:
     """The two results' runs compared point by point: boatload compare's table."""
-    from boatload.compare_report import build, settings_from, terminal
-    from boatload.compare_sets import SetError, open_set
+    from boatload.analysis.compare_report import build, settings_from, terminal
+    from boatload.analysis.compare_sets import SetError, open_set
 
     try:
         doc = build(open_set(str(a), arg="RESULTS_A"), open_set(str(b), arg="RESULTS_B"),

@@ -5,7 +5,7 @@
 # command that installs them here; what a run then cannot do, the workflow's
 # preflight names before anything is mounted.
 #
-# The studies' tools come from the one table, src/boatload/tools.py, read
+# The studies' tools come from the one table, src/boatload/base/tools.py, read
 # with sed because python3 itself may be among the missing.
 set -eu
 purpose=${1:-reproduce}
@@ -29,8 +29,8 @@ if ! command -v uv >/dev/null 2>&1 && ! python3 -m uv --version >/dev/null 2>&1 
     missing_commands="$missing_commands pip"
     missing_packages="$missing_packages python3-pip"
 fi
-table=$(sed -n 's/^ *Tool("\([^"]*\)", "\([^"]*\)".*/\1 \2/p' src/boatload/tools.py)
-[ -n "$table" ] || { echo "boatload bootstrap: no tools found in src/boatload/tools.py" >&2; exit 2; }
+table=$(sed -n 's/^ *Tool("\([^"]*\)", "\([^"]*\)".*/\1 \2/p' src/boatload/base/tools.py)
+[ -n "$table" ] || { echo "boatload bootstrap: no tools found in src/boatload/base/tools.py" >&2; exit 2; }
 while read -r command package; do want "$command" "$package"; done <<EOF
 $table
 EOF

@@ -92,7 +92,7 @@ def with_device_target(config_path: Path, device: Device) -> None:
     is checked) to the config and to the forest study's targets."""
     import yaml
 
-    from boatload import blockdev
+    from boatload.provision import blockdev
 
     config = yaml.safe_load(config_path.read_text())
     config["targets"]["mydisk"] = {"kind": "device", "fs": "ext4", "device": device.path,

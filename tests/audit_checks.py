@@ -8,9 +8,9 @@ import json
 import math
 from pathlib import Path
 
-from boatload.audit import CRIMES, PLATFORM_FIELDS
+from boatload.publish.audit import CRIMES, PLATFORM_FIELDS
 from boatload.studies import registry
-from boatload.verdict import WITH_INTERVAL
+from boatload.analysis.verdict import WITH_INTERVAL
 
 STATUSES = {"avoided", "stated", "partly", "cannot", "not applicable"}
 

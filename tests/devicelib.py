@@ -11,7 +11,7 @@ import subprocess
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from boatload.tools import find
+from boatload.base.tools import find
 
 MiB = 1 << 20
 

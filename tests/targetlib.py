@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from boatload.cleanup import cleanup
-from boatload.targetspec import TargetSpec, parse_target
+from boatload.provision.cleanup import cleanup
+from boatload.base.targetspec import TargetSpec, parse_target
 
 IS_ROOT = os.geteuid() == 0
 root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)")

@@ -37,11 +37,11 @@ import time
 
 import polars as pl
 
-from boatload import memlimit
-from boatload.paths import scratch_dir
-from boatload.runner import run_job
-from boatload.study import Original, PeerTable, ScaleGap, Study, base_job, base_row, settings, settings_schema
-from boatload.worker import failure, phase, run_worker
+from boatload.provision import memlimit
+from boatload.base.paths import scratch_dir
+from boatload.measure.runner import run_job
+from boatload.studies.record import Original, PeerTable, ScaleGap, Study, base_job, base_row, settings, settings_schema
+from boatload.measure.worker import failure, phase, run_worker
 
 
 def jobs(config: dict) -> list[dict]:
@@ -125,10 +125,10 @@ TOY_NOTEBOOK_SETUP = '''
 import altair as alt
 import polars as pl
 
-from boatload import notebook
-from boatload.plotting import save_chart
-from boatload.stats import bootstrap_ci
-from boatload.verdict import Rule, claim
+from boatload.analysis import notebook
+from boatload.analysis.plotting import save_chart
+from boatload.analysis.stats import bootstrap_ci
+from boatload.analysis.verdict import Rule, claim
 
 paths = notebook.setup("toy", data=data, reference=reference, out_dir=out_dir)
 runs = pl.read_parquet(paths.data).filter(pl.col("status") == "ok")
@@ -189,7 +189,7 @@ def test_a_sixth_study_is_four_files_and_a_config_line(workdir):
 
     # The config schema knows the study's settings from its module, and names the field.
     bad = subprocess.run(
-        [sys.executable, "-c", "import sys; from boatload import config; "
+        [sys.executable, "-c", "import sys; from boatload.studies import config; "
          "config.validate({'scale': 'ci', 'repetitions': 1, 'seed': 1, "
          "'targets': {'tmpfs': {'kind': 'tmpfs', 'fs': 'tmpfs', 'size_mb': 64}}, "
          "'studies': {'toy': {'shape': 'x'}}})"],

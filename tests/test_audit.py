@@ -1,4 +1,4 @@
-"""boatload.audit's arithmetic, on small made-up results (the audit of a real
+"""boatload.publish.audit's arithmetic, on small made-up results (the audit of a real
 run is checked by tests/audit_checks.py from test_paper_layout and test_e2e)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from boatload import audit
+from boatload.publish import audit
 
 
 def test_geomean():
@@ -157,7 +157,7 @@ def test_a_new_studys_peer_and_memory_limit_reach_the_audit(tmp_path, monkeypatc
     limit are all the audit needs (the whole workflow: tests/test_add_study.py)."""
     from dataclasses import replace
 
-    from boatload.study import PeerTable
+    from boatload.studies.record import PeerTable
     from boatload.studies import registry
 
     toy = replace(registry()["calibration"], name="toy", baseline="an empty tree",

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from randio import READ_PCT, Job  # noqa: E402
 
 import benchlib as bl  # noqa: E402
-from boatload.peers import fio as fio_peer  # noqa: E402
+from boatload.measure.peers import fio as fio_peer  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not shutil.which("fio"), reason="fio is not installed")
 
@@ -116,7 +116,7 @@ def test_bonnie_rates_are_the_peers_parse():
 @pytest.mark.skipif(not shutil.which("bonnie++", path="/usr/local/sbin:/usr/sbin:/sbin:" + (os.environ.get("PATH") or ""))
                     or os.geteuid() != 0, reason="needs bonnie++ and root (-u root)")
 def test_bonnie_rates_of_a_real_run(tmp_path):
-    from boatload.peers import bonnie
+    from boatload.measure.peers import bonnie
 
     run = bl.run_timed(bonnie.argv(tmp_path, 1, 0, 2))
     rates = bl.bonnie_rates(run.out, 1, 2)

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from boatload import blog
-from boatload.cli import main as cli_main
+from boatload.publish import blog
+from boatload.workflow.cli import main as cli_main
 from boatload.studies import registry
 
 REPO = Path(__file__).resolve().parents[1]

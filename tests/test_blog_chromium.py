@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from boatload import blog
+from boatload.publish import blog
 
 REPO = Path(__file__).resolve().parents[1]
 SCREENSHOTS = REPO / "results" / "screenshots"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from boatload.tools import TOOLS
+from boatload.base.tools import TOOLS
 from conftest import ROOT
 
 BOOTSTRAP = ROOT / "scripts" / "bootstrap.sh"
@@ -22,7 +22,7 @@ BASICS = ["sh", "sed", "id", "cat", "rm", "dirname", "mktemp", "python3", "cc", 
 
 
 def table_as_the_script_reads_it() -> list[tuple[str, str]]:
-    out = subprocess.run(["sed", "-n", r's/^ *Tool("\([^"]*\)", "\([^"]*\)".*/\1 \2/p', "src/boatload/tools.py"],
+    out = subprocess.run(["sed", "-n", r's/^ *Tool("\([^"]*\)", "\([^"]*\)".*/\1 \2/p', "src/boatload/base/tools.py"],
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
     return [tuple(line.split()) for line in out.splitlines()]
 
@@ -46,10 +46,10 @@ def bare_path() -> Path:
             pytest.skip(f"no {name} in /usr/bin or /bin that another user could run")
         (bin_dir / name).symlink_to(found)
     # The script and the table it reads, where that user can read them (a clone may be under /root).
-    for part in ("scripts/bootstrap.sh", "src/boatload/tools.py"):
+    for part in ("scripts/bootstrap.sh", "src/boatload/base/tools.py"):
         (top / part).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / part, top / part)
-    for d in (top / "scripts", top / "src", top / "src" / "boatload"):
+    for d in (top / "scripts", top / "src", top / "src" / "boatload", top / "src" / "boatload" / "base"):
         d.chmod(0o755)
     yield bin_dir
     shutil.rmtree(top)

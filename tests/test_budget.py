@@ -1,5 +1,5 @@
 """The time budget of `make reproduce` (config `budget_minutes`,
-boatload.settle.budgeted): which open claims a look measures, that a decided
+boatload.workflow.settle.budgeted): which open claims a look measures, that a decided
 claim gets no more runs, and on a real ci-sized run that the budget stops the
 choosing and the paper is still made, and a second run does nothing."""
 
@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boatload import settle, settle_record
-from boatload.paths import repo_root
-from boatload.system import hostname
+from boatload.workflow import settle
+from boatload.analysis import settle_record
+from boatload.base.paths import repo_root
+from boatload.base.system import hostname
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices and mounts)")
 BOATLOAD = str(Path(sys.executable).parent / "boatload")

@@ -1,5 +1,5 @@
 """The stack's cost is reused across processes from the scratch directory's
-record (boatload.devmodel.calibrate.reused_or_measured) while it holds:
+record (boatload.provision.devmodel.calibrate.reused_or_measured) while it holds:
 same host, kernel, boot and builds, and young enough; else measured again."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from targetlib import IS_ROOT, scratch, wait_clean  # noqa: F401 - scratch is a fixture
 
-from boatload.devmodel import calibrate
-from boatload.devmodel.calibrate import RECORD, StackCost, reused_or_measured
+from boatload.provision.devmodel import calibrate
+from boatload.provision.devmodel.calibrate import RECORD, StackCost, reused_or_measured
 
 TOOLS = {"nbdkit": "/usr/bin/nbdkit"}
 
@@ -74,7 +74,7 @@ def test_a_second_process_reuses_the_first_ones_calibration(scratch):
     code = textwrap.dedent("""
         import json, sys
         from pathlib import Path
-        from boatload.devmodel.device import stack_cost
+        from boatload.provision.devmodel.device import stack_cost
         cost = stack_cost(Path(sys.argv[1]))
         print(json.dumps({**cost.params(), **cost.origin()}))
     """)
@@ -98,7 +98,7 @@ def test_a_cost_kept_from_a_busy_moment_is_measured_again_before_a_model_is_refu
     """CI: a stack cost measured earlier in the pytest process, in a busy moment, refused
     ssd-2008 (its 100-us read more than 15 % cheaper than the cost kept) in every later test.
     Before refusing, the stack is measured again and the lower cost kept."""
-    from boatload.devmodel import device, presets
+    from boatload.provision.devmodel import device, presets
 
     device.forget_stack_cost()
     device._measured = StackCost(400.0, 300.0, 600.0)  # as if measured while the machine was busy

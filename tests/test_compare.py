@@ -14,12 +14,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from boatload import cli
-from boatload.compare import FASTER, INCONCLUSIVE, SAME, SLOWER, Settings, judge, point_columns, t_quantile
-from boatload.compare_report import build, settings_from, terminal
-from boatload.compare_sets import SetError, open_set
+from boatload.workflow import cli
+from boatload.analysis.compare import FASTER, INCONCLUSIVE, SAME, SLOWER, Settings, judge, point_columns, t_quantile
+from boatload.analysis.compare_report import build, settings_from, terminal
+from boatload.analysis.compare_sets import SetError, open_set
 from boatload.studies import registry
-from boatload.tidy import tidy
+from boatload.analysis.tidy import tidy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "fixtures"))
 import make_filecount  # noqa: E402
@@ -221,7 +221,7 @@ def test_the_method_states_the_chance_of_a_false_slower(tmp_path, docs):
 
 
 def test_the_fleet_compares_each_host_with_the_first_by_the_same_code(tmp_path, docs):
-    from boatload.fleet import measured_against_first
+    from boatload.publish.fleet import measured_against_first
 
     root = tmp_path / "runs"
     write_set(root / "node1", docs)

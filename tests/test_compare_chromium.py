@@ -9,7 +9,7 @@ import pytest
 from test_blog_chromium import HEIGHT, MIN_WINDOW, SCREENSHOTS, WIDTHS, headless, host_page, measure, png_size, window
 from test_compare import compare
 
-from boatload.compare_page import COLOURS, page
+from boatload.publish.compare_page import COLOURS, page
 
 
 @pytest.fixture(scope="module")

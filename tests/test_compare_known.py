@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boatload.compare import FASTER, INCONCLUSIVE, SAME, SLOWER, Settings
-from boatload.compare_report import build
-from boatload.compare_sets import open_set
-from boatload.config import validate
-from boatload.devmodel import native, presets
-from boatload.results import save_result
+from boatload.analysis.compare import FASTER, INCONCLUSIVE, SAME, SLOWER, Settings
+from boatload.analysis.compare_report import build
+from boatload.analysis.compare_sets import open_set
+from boatload.studies.config import validate
+from boatload.provision.devmodel import native, presets
+from boatload.base.results import save_result
 from boatload.studies import study
-from boatload.tidy import tidy
+from boatload.analysis.tidy import tidy
 from conftest import ROOT, ours_left
 
 pytestmark = [pytest.mark.root,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boatload import config
+from boatload.studies import config
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -3,9 +3,9 @@ validate and make a plan, or are refused in one line naming a field (or a
 tool), never with a traceback.
 
 Each mutation goes through what the Snakefile does before any job: the schema
-and cross-checks (boatload.config.validate), every study's runs
-(boatload.plan.runs) and the preflight against this machine
-(boatload.preflight.check). A few that pass then dry-run in Snakemake itself.
+and cross-checks (boatload.studies.config.validate), every study's runs
+(boatload.workflow.plan.runs) and the preflight against this machine
+(boatload.workflow.preflight.check). A few that pass then dry-run in Snakemake itself.
 """
 
 import copy
@@ -19,8 +19,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boatload import plan, preflight
-from boatload.config import ConfigError, validate
+from boatload.workflow import plan, preflight
+from boatload.studies.config import ConfigError, validate
 from conftest import ROOT
 
 CONFIGS = {name: yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text()) for name in ("ci", "config", "full")}

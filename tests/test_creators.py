@@ -5,7 +5,7 @@ import zipfile
 
 import pytest
 
-from boatload import creators
+from boatload.measure import creators
 
 SHAPE = [3, 40]
 

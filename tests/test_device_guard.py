@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from boatload.targets import provision
-from boatload.targetspec import TargetError, parse_target
+from boatload.provision.targets import provision
+from boatload.base.targetspec import TargetError, parse_target
 from devicelib import edges, identity, loop_device, loop_devices, sh
 from targetlib import leftovers, root, scratch  # noqa: F401 (scratch is a fixture)
 
@@ -157,8 +157,8 @@ def test_the_preflight_lists_every_refusal_at_once(tmp_path):
     mount: every problem listed, each naming its field, nothing written."""
     import yaml
 
-    from boatload import plan, preflight
-    from boatload.config import validate
+    from boatload.workflow import plan, preflight
+    from boatload.studies.config import validate
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "ci.yaml").read_text())
     with loop_devices(tmp_path, 64, 100, 64) as (sig, small, other):
@@ -190,8 +190,8 @@ def test_the_preflight_lists_every_refusal_at_once(tmp_path):
 def test_the_devices_template_is_refused_naming_each_placeholder(tmp_path):
     """config/devices.yaml as shipped: valid, planned, and refused by the preflight
     until its placeholders are filled in, one line per field."""
-    from boatload import plan, preflight
-    from boatload.config import load
+    from boatload.workflow import plan, preflight
+    from boatload.studies.config import load
 
     config = load(Path(__file__).resolve().parents[1] / "config" / "devices.yaml")
     runs = plan.runs(config)

@@ -13,10 +13,10 @@ import sys
 import textwrap
 from pathlib import Path
 
-from boatload.cleanup import cleanup
-from boatload.ledger import Ledger
-from boatload.targets import provision
-from boatload.targetspec import parse_target
+from boatload.provision.cleanup import cleanup
+from boatload.provision.ledger import Ledger
+from boatload.provision.targets import provision
+from boatload.base.targetspec import parse_target
 from devicelib import identity, loop_device, loop_devices, sh, signatures
 from targetlib import leftovers, mounts_under, root, scratch, write_cache  # noqa: F401 (scratch is a fixture)
 
@@ -86,8 +86,8 @@ def test_a_killed_run_is_undone_by_cleanup(tmp_path, scratch):
         code = textwrap.dedent("""
             import os, signal, sys
             from pathlib import Path
-            from boatload.targets import provision
-            from boatload.targetspec import parse_target
+            from boatload.provision.targets import provision
+            from boatload.base.targetspec import parse_target
             spec = parse_target("disk", {"kind": "device", "fs": "ext4", "device": sys.argv[1], "write_cache": sys.argv[3]})
             with provision(spec, Path(sys.argv[2])):
                 os.kill(os.getpid(), signal.SIGKILL)

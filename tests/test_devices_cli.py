@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boatload.cleanup import cleanup
+from boatload.provision.cleanup import cleanup
 from devicelib import identity, loop_device, signatures, sh
 from targetlib import leftovers, mounts_under, root, write_cache
 

@@ -5,7 +5,7 @@ test (native/devmodel/test_devmodel.c)."""
 
 import pytest
 
-from boatload.devmodel import native, presets
+from boatload.provision.devmodel import native, presets
 
 SIZE = 256 << 20
 
@@ -109,10 +109,10 @@ def test_the_preflight_refuses_bad_models_and_missing_fuse_in_one_line_each(tmp_
 
     import yaml
 
-    from boatload import plan, preflight
-    from boatload.config import validate
-    from boatload.targets import modelled
-    from boatload.targetspec import parse_target
+    from boatload.workflow import plan, preflight
+    from boatload.studies.config import validate
+    from boatload.provision.targets import modelled
+    from boatload.base.targetspec import parse_target
 
     config = yaml.safe_load((Path(__file__).resolve().parents[1] / "config" / "ci.yaml").read_text())
     config["targets"] = {

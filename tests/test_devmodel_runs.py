@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.root,
 def run(workdir: Path, study: str, job: dict, out: Path, trigger_when: str | None = None) -> subprocess.CompletedProcess:
     """`boatload run`; with trigger_when, touch the modelled stack's fault file as soon
     as a process of that name runs under it."""
-    argv = [sys.executable, "-m", "boatload.cli", "run", study, "--job", json.dumps(job), "--out", str(out),
+    argv = [sys.executable, "-m", "boatload.workflow.cli", "run", study, "--job", json.dumps(job), "--out", str(out),
             "--runs-dir", str(out.parent.parent)]
     proc = subprocess.Popen(argv, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if trigger_when:

@@ -6,7 +6,7 @@ nothing. Images live in the test's own tmp directory.
 
 The accuracy checks compare means without the slowest 2 % of requests (a
 sequential read and the SSD: the median request), as
-boatload.devmodel.fiocheck says why, and need a machine that is not overloaded: on a loaded one every
+boatload.measure.fiocheck says why, and need a machine that is not overloaded: on a loaded one every
 request comes back late."""
 
 import os
@@ -20,11 +20,12 @@ from pathlib import Path
 import pytest
 from targetlib import IS_ROOT, leftovers, scratch, wait_clean  # noqa: F401 - scratch is a fixture
 
-from boatload import cleanup as cleanup_module
-from boatload.cleanup import cleanup
-from boatload.devmodel import fiocheck, presets
-from boatload.devmodel.device import modelled_image
-from boatload.targetspec import TargetError
+from boatload.provision import cleanup as cleanup_module
+from boatload.provision.cleanup import cleanup
+from boatload.measure import fiocheck
+from boatload.provision.devmodel import presets
+from boatload.provision.devmodel.device import modelled_image
+from boatload.base.targetspec import TargetError
 
 pytestmark = pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse"), reason="needs root and /dev/fuse")
 
@@ -153,10 +154,10 @@ HOLD = textwrap.dedent(
     """
     import signal, sys, time
     from pathlib import Path
-    from boatload.devmodel import presets
+    from boatload.provision.devmodel import presets
     # SIGINT as a terminal process has it, even when the tests run in a background job
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from boatload.devmodel.device import modelled_image
+    from boatload.provision.devmodel.device import modelled_image
     with modelled_image(None, 32, presets.resolve("hdd-7200", "m"), scratch=Path(sys.argv[1]), name="held") as st:
         print(st.device, flush=True)
         time.sleep(120)

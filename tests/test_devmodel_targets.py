@@ -1,5 +1,5 @@
 """Loop targets on modelled hardware, provisioned as runs provision them
-(boatload.targets.provision): the file system on the modelled device, the
+(boatload.provision.targets.provision): the file system on the modelled device, the
 model in the provenance, write-through keeping flushes from the model, an
 external log on its own model, faults, and nbdkit dying under a run."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from targetlib import IS_ROOT, leftovers, scratch, wait_clean  # noqa: F401 - scratch is a fixture
 
-from boatload.targets import provision
-from boatload.targetspec import TargetError, parse_target
+from boatload.provision.targets import provision
+from boatload.base.targetspec import TargetError, parse_target
 
 pytestmark = pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse"), reason="needs root and /dev/fuse")
 

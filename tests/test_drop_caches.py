@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import yaml
 
-from boatload import plan, preflight
+from boatload.workflow import plan, preflight
 from boatload.studies import journal
 from conftest import ROOT, ours_left
 from targetlib import root

@@ -210,7 +210,7 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir, tmp_path):
     # One figure: only that study's notebook, its blog page and the paper run again.
     before = pdf.stat().st_mtime_ns
     figure = subprocess.run(
-        [sys.executable, "-m", "boatload.cli", "figure", "forest", "--configfile", "config/ci.yaml"],
+        [sys.executable, "-m", "boatload.workflow.cli", "figure", "forest", "--configfile", "config/ci.yaml"],
         cwd=workdir, capture_output=True, text=True,
     )
     assert figure.returncode == 0, figure.stderr[-3000:]

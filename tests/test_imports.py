@@ -118,15 +118,15 @@ def test_teardown_layers_import_downwards_only():
     """cleanup is the one module that knows both targets and memlimit (for
     killed runs); neither of those, nor what they build on, reaches back."""
     g = graph()
-    assert {"boatload.targets", "boatload.memlimit"} <= g["boatload.cleanup"]
+    assert {"boatload.provision.targets", "boatload.provision.memlimit"} <= g["boatload.provision.cleanup"]
     below = {
-        "boatload.targets": {"boatload.memlimit", "boatload.cleanup"},
-        "boatload.memlimit": {"boatload.targets", "boatload.cleanup"},
-        "boatload.cgroups": {"boatload.targets", "boatload.memlimit", "boatload.swapfiles", "boatload.cleanup"},
-        "boatload.swapfiles": {"boatload.targets", "boatload.memlimit", "boatload.cleanup"},
-        "boatload.hostops": {"boatload.targets", "boatload.memlimit", "boatload.cgroups", "boatload.swapfiles",
-                             "boatload.cleanup"},
-        "boatload.targetspec": {m for m in g if m != "boatload.targetspec"},
+        "boatload.provision.targets": {"boatload.provision.memlimit", "boatload.provision.cleanup"},
+        "boatload.provision.memlimit": {"boatload.provision.targets", "boatload.provision.cleanup"},
+        "boatload.provision.cgroups": {"boatload.provision.targets", "boatload.provision.memlimit", "boatload.provision.swapfiles", "boatload.provision.cleanup"},
+        "boatload.provision.swapfiles": {"boatload.provision.targets", "boatload.provision.memlimit", "boatload.provision.cleanup"},
+        "boatload.provision.hostops": {"boatload.provision.targets", "boatload.provision.memlimit", "boatload.provision.cgroups", "boatload.provision.swapfiles",
+                             "boatload.provision.cleanup"},
+        "boatload.base.targetspec": {m for m in g if m != "boatload.base.targetspec"},
     }
     wrong = {m: sorted(reachable(g, m) & never) for m, never in below.items() if reachable(g, m) & never}
     assert not wrong, wrong
@@ -157,6 +157,6 @@ def test_no_private_name_is_used_across_modules():
 
 def test_no_module_is_over_600_lines():
     sizes = {module_name(p): len(p.read_text().splitlines()) for p in SRC.rglob("*.py")}
-    assert "boatload.targets" in sizes
+    assert "boatload.provision.targets" in sizes
     long = {m: n for m, n in sizes.items() if n > MAX_LINES}
     assert not long, f"over {MAX_LINES} lines: {long}"

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from boatload import disturbance, interference, procfs
-from boatload.tidy import run_columns
+from boatload.measure import disturbance, interference, procfs
+from boatload.analysis.tidy import run_columns
 
 # One measurement job in a process of its own (so that a hog started by the
 # test is another process, not part of the run): a tmpfs target (a plain
@@ -24,8 +24,8 @@ from boatload.tidy import run_columns
 # for its `duration`. It says "measuring" as each attempt starts.
 JOB_SCRIPT = textwrap.dedent("""
     import json, sys
-    from boatload.runner import run_job
-    from boatload.worker import run_worker
+    from boatload.measure.runner import run_job
+    from boatload.measure.worker import run_worker
 
     def measure(provisioned, job):
         print("measuring", file=sys.stderr, flush=True)
@@ -297,7 +297,7 @@ def test_a_worker_without_a_monitor_runs_as_before(tmp_path, worker):
 def test_the_orchestrator_is_the_outermost_snakemake_above_the_run(tmp_path):
     script = tmp_path / "snakemake"
     script.write_text(f"#!{sys.executable}\nimport subprocess, sys\n"
-                      "sys.exit(subprocess.run([sys.executable, '-c', 'from boatload.procfs import "
+                      "sys.exit(subprocess.run([sys.executable, '-c', 'from boatload.measure.procfs import "
                       "orchestrator_root; import os; print(orchestrator_root(), os.getppid())']).returncode)\n")
     script.chmod(0o755)
     out = subprocess.run([str(script)], capture_output=True, text=True, check=True).stdout.split()
@@ -312,8 +312,8 @@ def test_no_host_disk_under_memory_file_systems(path):
 
 
 def test_the_progress_line_counts_the_runs_kept_under_a_constant_load(tmp_path):
-    from boatload.config import load
-    from boatload.reproduce import Progress
+    from boatload.studies.config import load
+    from boatload.workflow.reproduce import Progress
 
     config = load(Path(__file__).resolve().parents[1] / "config" / "ci.yaml")
     config["host"] = "testhost"

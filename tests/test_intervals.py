@@ -1,4 +1,4 @@
-"""The ratio interval of boatload.intervals holds its level at the studies' run
+"""The ratio interval of boatload.analysis.intervals holds its level at the studies' run
 counts; the percentile bootstrap of a median it replaced does not at 3 runs."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from boatload.intervals import (
+from boatload.analysis.intervals import (
     mann_whitney_rank,
     median_interval,
     ratio_interval,
@@ -17,8 +17,8 @@ from boatload.intervals import (
     runs_to_settle,
     simulated_coverage,
 )
-from boatload.paths import repo_root
-from boatload.stats import bootstrap_ratio_ci
+from boatload.base.paths import repo_root
+from boatload.analysis.stats import bootstrap_ratio_ci
 
 DRAWS = 2000
 LEVEL = 0.95

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from boatload import interference, machineload, preflight
+from boatload.measure import interference, machineload
+from boatload.workflow import preflight
 
 
 class Hog:

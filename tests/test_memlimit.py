@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from boatload import cgroups
-from boatload.cgroups import MemoryLimitError, MemoryLimitNeedsRoot
-from boatload.cleanup import cleanup
-from boatload.hostops import MountEntry
-from boatload.ledger import Ledger
-from boatload.memlimit import memory_limit
-from boatload.targetspec import NeedsRoot
+from boatload.provision import cgroups
+from boatload.provision.cgroups import MemoryLimitError, MemoryLimitNeedsRoot
+from boatload.provision.cleanup import cleanup
+from boatload.provision.hostops import MountEntry
+from boatload.provision.ledger import Ledger
+from boatload.provision.memlimit import memory_limit
+from boatload.base.targetspec import NeedsRoot
 from asnobody import NOBODY, SRC, run_as_nobody
 from targetlib import clean_scratch
 
@@ -207,7 +207,7 @@ CHILD = textwrap.dedent(
     """
     import signal, subprocess, sys, time
     from pathlib import Path
-    from boatload.memlimit import memory_limit
+    from boatload.provision.memlimit import memory_limit
     signal.signal(signal.SIGINT, signal.default_int_handler)
     with memory_limit(64, 32, Path(sys.argv[1])) as lim:
         p = subprocess.Popen(["sleep", "600"], preexec_fn=lim.preexec())
@@ -297,8 +297,8 @@ def test_non_root_memory_limit_says_what_is_missing(nobody_dir):
         """
         import sys
         from pathlib import Path
-        from boatload.memlimit import memory_limit
-        from boatload.targetspec import NeedsRoot
+        from boatload.provision.memlimit import memory_limit
+        from boatload.base.targetspec import NeedsRoot
         for swap in (0, 64):
             try:
                 with memory_limit(64, swap, Path(sys.argv[1])):
@@ -347,9 +347,9 @@ def _fake_v2(base: Path, controllers: str, delegated: bool) -> tuple[Path, str]:
 CHOOSE = textwrap.dedent(
     """
     import sys
-    from boatload import cgroups
-    from boatload.hostops import MountEntry
-    from boatload.targetspec import NeedsRoot
+    from boatload.provision import cgroups
+    from boatload.provision.hostops import MountEntry
+    from boatload.base.targetspec import NeedsRoot
     mount, own = sys.argv[1], sys.argv[2]
     entries = [MountEntry(mount, "0:99", "cgroup2", "cgroup2", "rw", "rw", "/")]
     hs = cgroups.hierarchies(entries, f"0::{own}\\n")

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from boatload import capacity
-from boatload.errors import ConfigError
-from boatload.targets import provision
-from boatload.targetspec import TargetError, parse_target
+from boatload.provision import capacity
+from boatload.base.errors import ConfigError
+from boatload.provision.targets import provision
+from boatload.base.targetspec import TargetError, parse_target
 from asnobody import NOBODY, run_as_nobody
 from devicelib import loop_device, sh
 from targetlib import root
@@ -87,8 +87,8 @@ def ours(mp: Path) -> list[str]:
 RUN = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    from boatload.targets import provision
-    from boatload.targetspec import parse_target
+    from boatload.provision.targets import provision
+    from boatload.base.targetspec import parse_target
     spec = parse_target("mine", {"kind": "mount", "path": sys.argv[1]})
     with provision(spec, Path(sys.argv[2])) as t:
         (t.path / "made-by-boatload").write_text("x")
@@ -148,7 +148,7 @@ def test_a_killed_runs_directory_goes_with_make_clean_mounts(base, who):
             assert clean.returncode == 0, clean.stderr
             assert f"removed directory {mp / left[0]}" in clean.stdout
         else:  # what make clean-mounts runs, as the user who ran boatload
-            r = run_as_nobody("import sys; from pathlib import Path; from boatload.cleanup import cleanup; "
+            r = run_as_nobody("import sys; from pathlib import Path; from boatload.provision.cleanup import cleanup; "
                               "print(cleanup(Path(sys.argv[1])))", str(scratch))
             assert r.returncode == 0 and f"removed directory {mp / left[0]}" in r.stdout, r.stderr
         assert ours(mp) == [] and users_things(mp) == before

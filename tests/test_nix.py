@@ -7,7 +7,7 @@ rest is read from the flake's text. What is checked:
 1. flake.nix and every nix/*.nix parse.
 2. flake.lock is a version-7 lock whose nodes pin every input of flake.nix
    (rev + narHash) and whose root and `follows` structure match flake.nix.
-3. No drift: every `nix` attribute of boatload.tools.TOOLS is in the flake's
+3. No drift: every `nix` attribute of boatload.base.tools.TOOLS is in the flake's
    system tool list, that list reaches the apps and the dev shell, and the
    Python environment is built from uv.lock by uv2nix (no hand-written list).
 4. The flake's Python (pkgs.python3XY) satisfies pyproject's requires-python.
@@ -26,7 +26,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from boatload.tools import TOOLS
+from boatload.base.tools import TOOLS
 
 ROOT = Path(__file__).resolve().parents[1]
 FLAKE = ROOT / "flake.nix"
@@ -222,12 +222,12 @@ def test_nixpkgs_is_a_stable_branch() -> None:
 def test_every_tool_in_tools_py_is_in_the_flake() -> None:
     in_flake = set(system_tools(flake_text()))
     missing = sorted({t.nix for t in TOOLS} - in_flake)
-    assert not missing, f"in src/boatload/tools.py but not in flake.nix systemTools: {missing}"
+    assert not missing, f"in src/boatload/base/tools.py but not in flake.nix systemTools: {missing}"
 
 
 def test_flake_has_no_tool_that_tools_py_lacks() -> None:
     extra = sorted(set(system_tools(flake_text())) - {t.nix for t in TOOLS})
-    assert not extra, f"in flake.nix systemTools but not in src/boatload/tools.py: {extra}"
+    assert not extra, f"in flake.nix systemTools but not in src/boatload/base/tools.py: {extra}"
 
 
 def test_system_tools_reach_the_apps_and_the_dev_shell() -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from boatload import paper
-from boatload.intervals import paired_ratio_interval
-from boatload.verdict import VERDICTS
+from boatload.publish import paper
+from boatload.analysis.intervals import paired_ratio_interval
+from boatload.analysis.verdict import VERDICTS
 import notebook_checks as nc
 from notebook_checks import load_fixtures
 

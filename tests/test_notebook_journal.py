@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from boatload import paper
+from boatload.publish import paper
 import notebook_checks as nc
 from notebook_checks import load_fixtures
 

@@ -1,4 +1,4 @@
-"""boatload.notebook: the one setup call every study notebook starts with, and
+"""boatload.analysis.notebook: the one setup call every study notebook starts with, and
 the atomic writes of its tables and summary; and no notebook pastes its own."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import polars as pl
 import pytest
 
 import boatload
-from boatload import notebook
-from boatload.paths import repo_root
-from boatload.system import hostname
+from boatload.analysis import notebook
+from boatload.base.paths import repo_root
+from boatload.base.system import hostname
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
-# what boatload.notebook (and boatload.results) do; no notebook may do it itself
+# what boatload.analysis.notebook (and boatload.base.results) do; no notebook may do it itself
 PASTED_DEFS = {"find_root", "find_data", "resolve"}
 PASTED_CALLS = {("os", "replace"), ("os", "rename")}
 
@@ -150,7 +150,7 @@ def test_write_table_and_summary_are_atomic(tmp_path):
 
 
 def pasted(nb_path: Path) -> list[str]:
-    """What a notebook does itself that boatload.notebook does: defining the
+    """What a notebook does itself that boatload.analysis.notebook does: defining the
     root/data finders, replacing files by hand."""
     found = []
     cells = json.loads(nb_path.read_text())["cells"]
@@ -177,7 +177,7 @@ def test_there_are_notebooks_to_scan():
 @pytest.mark.parametrize("nb_path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_no_notebook_pastes_what_boatload_notebook_does(nb_path):
     assert pasted(nb_path) == [], (
-        f"{nb_path.name}: use boatload.notebook.setup(), write_table() and write_summary() instead"
+        f"{nb_path.name}: use boatload.analysis.notebook.setup(), write_table() and write_summary() instead"
     )
     assert "notebook.setup(" in nb_path.read_text()
 

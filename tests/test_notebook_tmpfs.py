@@ -11,7 +11,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from boatload import paper
+from boatload.publish import paper
 from boatload.studies import tmpfs as tmpfs_study
 import notebook_checks as nc
 from notebook_checks import load_fixtures

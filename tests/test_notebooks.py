@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from notebook_checks import clean_notebook_parameters, fmt_ratio, load_fixtures, spec_records
 
-from boatload.verdict import VERDICTS
+from boatload.analysis.verdict import VERDICTS
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "forest.ipynb"
@@ -165,7 +165,7 @@ def test_every_target_and_file_system_has_its_own_colour(forest_run):
 
 
 def test_fs_colours_tell_variants_apart():
-    from boatload.plotting import FS_COLORS, fs_colors
+    from boatload.analysis.plotting import FS_COLORS, fs_colors
 
     names = ["tmpfs", "ext4", "btrfs", "btrfs-single-64k", "xfs", "xfs-log-external", "ext4-journal-external", "dir"]
     colours = fs_colors(names)
@@ -236,7 +236,7 @@ def test_scale_figure(forest_run):
 def test_no_projection_from_one_size(tmp_path):
     """ext4 with one scale size measured: no projection for it, and the
     summary and the paper say why; tmpfs is projected as before."""
-    from boatload import paper
+    from boatload.publish import paper
     from notebook_checks import pdf_text
 
     run = FIXTURES.run_forest_notebook(tmp_path / "work", REPO, variant="one-size")
@@ -254,7 +254,7 @@ def test_a_sublinear_fit_is_projected_at_the_largest_sizes_cost(tmp_path):
     the projection does not let the cost per file fall on to 1e9 files; it
     takes the cost per file at the largest size, in the summary, the figure
     and the paper (marked ‡). ext4 (b = 1.1) keeps its fit."""
-    from boatload import paper
+    from boatload.publish import paper
     from notebook_checks import pdf_text
 
     run = FIXTURES.run_forest_notebook(tmp_path / "work", REPO, variant="sublinear")

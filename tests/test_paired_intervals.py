@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from boatload.intervals import (
+from boatload.analysis.intervals import (
     PairedRatioInterval,
     mann_whitney_rank,
     pairs_for_interval,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from boatload import paper
+from boatload.publish import paper
 from notebook_checks import fmt_rate, fmt_ratio, load_fixtures, pdf_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -146,7 +146,7 @@ def test_no_modelled_hardware_paragraph_without_modelled_claims(built):
 def test_each_statement_gets_one_verdict(journal_fixture_run, tmp_path):
     """The abstract counts the originals' statements, and the statement table
     gives each journal statement once, with its claims' count."""
-    from boatload.statements import statements
+    from boatload.analysis.statements import statements
 
     results = journal_fixture_run["results"]
     summary = json.loads((results / "tables" / "journal-summary.json").read_text())

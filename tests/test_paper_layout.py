@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from audit_checks import check_audit
-from boatload import paper
+from boatload.publish import paper
 from notebook_checks import pdf_text
 from pdf_layout import outside, words
 

@@ -1,5 +1,5 @@
 """The paper's conditions section names the noisiest points of the run (the
-studies' summaries' `noisiest_points`, boatload.spread) with their CV, runs
+studies' summaries' `noisiest_points`, boatload.analysis.spread) with their CV, runs
 and what the interference monitor did about them, noisiest first."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from boatload import paper
+from boatload.publish import paper
 from notebook_checks import pdf_text
 
 REPO = Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
-from boatload import paper
-from boatload.provenance import placed_on
+from boatload.publish import paper
+from boatload.publish.provenance import placed_on
 from notebook_checks import pdf_text
 
 REPO = Path(__file__).resolve().parents[1]

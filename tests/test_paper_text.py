@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from boatload import paper
-from boatload.provenance import conditions
+from boatload.publish import paper
+from boatload.publish.provenance import conditions
 from notebook_checks import pdf_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,7 +95,7 @@ def test_no_sentence_repeats_word_for_word(two_studies, tmp_path):
 
 
 def _phase(seconds: float, threads: int, waited_s: float) -> dict:
-    """One timed phase of an interference record, as boatload.disturbance writes it."""
+    """One timed phase of an interference record, as boatload.measure.disturbance writes it."""
     return {"measured": True, "seconds": seconds, "threads": threads, "run_delay_s": waited_s, "ran_s": seconds,
             "competing_cpu_s": 0.3 * seconds, "cpu_s": {"orchestrator": 0.0, "monitor": 0.0}}
 

@@ -1,4 +1,4 @@
-"""boatload.plan: the runs of a config, their order, and what each needs."""
+"""boatload.workflow.plan: the runs of a config, their order, and what each needs."""
 
 import random
 import subprocess
@@ -8,8 +8,9 @@ from collections import Counter
 import pytest
 import yaml
 
-from boatload import plan, tools
-from boatload.config import ConfigError, validate
+from boatload.workflow import plan
+from boatload.base import tools
+from boatload.studies.config import ConfigError, validate
 from boatload.studies import study
 from conftest import ROOT
 
@@ -117,7 +118,7 @@ def test_a_study_that_cannot_make_runs_is_named_not_raised():
 
 
 def test_not_root_needs_no_mounts_and_says_what_is_skipped(tmp_path):
-    from boatload import preflight
+    from boatload.workflow import preflight
 
     config = load("ci")
     runs = plan.runs(config)
@@ -146,7 +147,7 @@ def test_only_studies_runs_just_those_and_names_a_stranger():
 
 
 def test_make_dry_run_with_studies_plans_only_those(workdir):
-    out = subprocess.run([sys.executable, "-m", "boatload.cli", "reproduce", "--configfile", "config/ci.yaml",
+    out = subprocess.run([sys.executable, "-m", "boatload.workflow.cli", "reproduce", "--configfile", "config/ci.yaml",
                           "--studies", "forest tmpfs", "--dry-run"],
                          cwd=workdir, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boatload import plan
+from boatload.workflow import plan
 from conftest import ROOT, ours_left
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mounts, loop devices, cgroups)")
@@ -244,7 +244,7 @@ def test_a_full_scratch_fails_its_run_keeps_the_others_and_says_why(workdir, tmp
             return edit
 
         def reproduce(configfile, *snakemake_args):
-            return subprocess.run([sys.executable, "-m", "boatload.cli", "reproduce", "--configfile", configfile,
+            return subprocess.run([sys.executable, "-m", "boatload.workflow.cli", "reproduce", "--configfile", configfile,
                                    "--", *snakemake_args], cwd=workdir, capture_output=True, text=True, timeout=900)
 
         # The measurements only (no notebook or paper), to have results from before.

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from boatload.results import save_result, write_atomic, write_atomic_with
+from boatload.base.results import save_result, write_atomic, write_atomic_with
 
 
 def test_save_keeps_every_result_in_the_archive(tmp_path):

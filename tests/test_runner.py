@@ -2,9 +2,10 @@
 
 import pytest
 
-from boatload import runner, targets
+from boatload.measure import runner
+from boatload.provision import targets
 from boatload.studies import forest
-from boatload.tidy import tidy
+from boatload.analysis.tidy import tidy
 
 
 @pytest.fixture

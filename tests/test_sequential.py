@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from boatload.intervals import ratio_interval
-from boatload.sequential import Design, obrien_fleming_spent
-from boatload.verdict import EQUIVALENT, Rule, no_difference
+from boatload.analysis.intervals import ratio_interval
+from boatload.analysis.sequential import Design, obrien_fleming_spent
+from boatload.analysis.verdict import EQUIVALENT, Rule, no_difference
 
 SEQUENCES = 2000
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boatload.system import hostname
-from boatload.verdict import OPEN
+from boatload.base.system import hostname
+from boatload.analysis.verdict import OPEN
 from notebook_checks import pdf_text
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices and mounts)")

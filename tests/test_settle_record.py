@@ -3,8 +3,8 @@ it, and a notebook's summary takes the frozen verdict from the record."""
 
 import json
 
-from boatload import settle_record
-from boatload.settle import _judge
+from boatload.analysis import settle_record
+from boatload.workflow.settle import _judge
 
 
 def _claim(verdict, runs):

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from boatload import memlimit, shield
-from boatload.ledger import Ledger
+from boatload.provision import memlimit, shield
+from boatload.provision.ledger import Ledger
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shield.where() is None,
                                 reason="the shield needs root and a cgroup hierarchy with the cpu controller")
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shield.where() is None,
 BUSY = textwrap.dedent("""
     import json, os, sys, time
     from contextlib import nullcontext
-    from boatload.shield import shielded
+    from boatload.provision.shield import shielded
 
     scratch, on, seconds = sys.argv[1], sys.argv[2] == "on", float(sys.argv[3])
     with (shielded(scratch) if on else nullcontext({})) as how:
@@ -75,7 +75,7 @@ def test_a_sigkilled_runs_shield_and_what_it_started_are_removed_by_cleanup(tmp_
     scratch = tmp_path / "scratch"
     script = textwrap.dedent("""
         import subprocess, sys, time
-        from boatload.shield import shielded
+        from boatload.provision.shield import shielded
         with shielded(sys.argv[1]) as how:
             child = subprocess.Popen(["sleep", "600"])
             print(how["cgroup"], child.pid, flush=True)

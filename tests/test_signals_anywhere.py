@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boatload import plan
+from boatload.workflow import plan
 from conftest import ROOT, ours_left
 
 pytestmark = [pytest.mark.slow, pytest.mark.root,
@@ -73,7 +73,7 @@ def swaps(scratch: Path) -> list[str]:
 
 def start(workdir: Path, job: str, out: Path, study: str = "tmpfs") -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "boatload.cli", "run", study, "--job", job, "--out", str(out),
+        [sys.executable, "-m", "boatload.workflow.cli", "run", study, "--job", job, "--out", str(out),
          "--runs-dir", str(out.parent / "runs")],
         cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
@@ -246,7 +246,7 @@ def test_a_signal_after_the_result_is_published_does_not_kill_a_complete_run(tmp
     code = f"""
 import os, signal, sys
 from types import SimpleNamespace
-import boatload.results as results
+import boatload.base.results as results
 import boatload.studies as studies
 done = {{"study": "tmpfs", "result": {{"status": "ok", "reason": None}}, "job": {{"rep": 1}}}}
 studies.study = lambda name: SimpleNamespace(run=lambda job: done, summary=lambda doc: "ok")
@@ -255,7 +255,7 @@ def save_then_interrupted(*a, **k):
     real(*a, **k)
     os.kill(os.getpid(), signal.SIGINT)
 results.save_result = save_then_interrupted
-from boatload.cli import main
+from boatload.workflow.cli import main
 sys.exit(main(["run", "tmpfs", "--job", "{{}}", "--out", {str(out)!r}, "--runs-dir", {str(tmp_path / "runs")!r}]))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

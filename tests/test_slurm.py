@@ -140,7 +140,7 @@ def _fleet_config(workdir: Path, studies: list[str] | None, targets: dict | None
 
 def _reproduce(workdir: Path, env: dict, configfile: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-m", "boatload.cli", "reproduce", "--configfile", configfile, "--profile", "slurm"],
+        [sys.executable, "-m", "boatload.workflow.cli", "reproduce", "--configfile", configfile, "--profile", "slurm"],
         cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
     )
 
@@ -171,7 +171,7 @@ def fleet_workdir(workdir):
     for node in NODES:
         scratch = workdir / "results" / "scratch" / node
         if scratch.is_dir() and _leftovers(scratch):
-            subprocess.run([sys.executable, "-m", "boatload.cli", "cleanup", "--force", "--scratch", str(scratch)],
+            subprocess.run([sys.executable, "-m", "boatload.workflow.cli", "cleanup", "--force", "--scratch", str(scratch)],
                            capture_output=True, text=True, timeout=120)
 
 
@@ -254,8 +254,8 @@ def test_a_node_dies_mid_run_is_marked_comes_back_and_the_fleet_completes(fleet_
 
     # node1 finished everything, tidy table included
     config = yaml.safe_load((workdir / configfile).read_text())
-    from boatload import plan
-    from boatload.config import validate
+    from boatload.workflow import plan
+    from boatload.studies.config import validate
 
     runs = plan.runs(validate(config))
     node1 = workdir / "data" / "runs" / "node1"
@@ -273,7 +273,7 @@ def test_a_node_dies_mid_run_is_marked_comes_back_and_the_fleet_completes(fleet_
     back = _cluster(cluster["env"], "start-node", "node2")
     assert back.returncode == 0, back.stderr
     left = _leftovers(scratch2)  # what the killed run had mounted (almost always something)
-    clean = subprocess.run([sys.executable, "-m", "boatload.cli", "cleanup", "--force", "--profile", "slurm",
+    clean = subprocess.run([sys.executable, "-m", "boatload.workflow.cli", "cleanup", "--force", "--profile", "slurm",
                             "--configfile", configfile], cwd=workdir, env=env, capture_output=True, text=True,
                            timeout=300)
     assert clean.returncode == 0, clean.stdout + clean.stderr
@@ -297,8 +297,8 @@ def test_scancel_of_a_measurement_tears_its_target_down(fleet_workdir, cluster):
     later): `boatload run` unmounts and detaches its target long before that, and publishes nothing."""
     import shlex
 
-    from boatload import plan
-    from boatload.config import validate
+    from boatload.workflow import plan
+    from boatload.studies.config import validate
 
     workdir = fleet_workdir
     config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())

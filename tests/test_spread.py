@@ -1,4 +1,4 @@
-"""boatload.spread: a point's CV across its runs, and the noisiest points."""
+"""boatload.analysis.spread: a point's CV across its runs, and the noisiest points."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import polars as pl
 import pytest
 
-from boatload.spread import noisiest, point_spread, with_spread
+from boatload.analysis.spread import noisiest, point_spread, with_spread
 
 
 def test_cv_of_known_samples():

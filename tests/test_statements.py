@@ -1,4 +1,4 @@
-"""One verdict per original statement (boatload.statements): the rule that
+"""One verdict per original statement (boatload.analysis.statements): the rule that
 combines a statement's per-target verdicts, and the paper's statement table
 and abstract count on a fixture run."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from boatload.statements import DEPENDS, combine, source_of, statements
+from boatload.analysis.statements import DEPENDS, combine, source_of, statements
 
 
 @pytest.mark.parametrize(("verdicts", "want"), [

@@ -1,11 +1,11 @@
-"""The numba percentile bootstrap in boatload.stats."""
+"""The numba percentile bootstrap in boatload.analysis.stats."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from boatload.stats import bootstrap_ci, bootstrap_distribution, bootstrap_ratio_ci
+from boatload.analysis.stats import bootstrap_ci, bootstrap_distribution, bootstrap_ratio_ci
 
 
 def numpy_bootstrap_ci(values, stat, n_resamples, level, rng):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import yaml
 
-from boatload.provenance import gather
+from boatload.publish.provenance import gather
 from boatload.studies import forest, journal
-from boatload.tidy import tidy
+from boatload.analysis.tidy import tidy
 from conftest import ROOT
 from devicelib import identity, loop_devices, signatures
 from targetlib import root

@@ -1,5 +1,5 @@
 """The degradation study: its jobs, the space checks and
-(as root, with boatload.memlimit) a real ci-scale run of all three stages."""
+(as root, with boatload.provision.memlimit) a real ci-scale run of all three stages."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import polars as pl
 import pytest
 import yaml
 
-from boatload import targets
-from boatload.config import ConfigError
+from boatload.provision import targets
+from boatload.studies.config import ConfigError
 from boatload.studies import degradation
-from boatload.targets import Provisioned
-from boatload.targetspec import parse_target
+from boatload.provision.targets import Provisioned
+from boatload.base.targetspec import parse_target
 from conftest import ROOT, ours_left
 
 IS_ROOT = os.geteuid() == 0

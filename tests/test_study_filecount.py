@@ -11,8 +11,8 @@ import polars as pl
 import pytest
 import yaml
 
-from boatload import targets
-from boatload.peers import fio
+from boatload.provision import targets
+from boatload.measure.peers import fio
 from boatload.studies import filecount
 from conftest import ROOT, ours_left
 

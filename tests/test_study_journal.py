@@ -8,9 +8,10 @@ import polars as pl
 import pytest
 import yaml
 
-from boatload import targets, targetspec
+from boatload.provision import targets
+from boatload.base import targetspec
 from boatload.studies import journal
-from boatload.tidy import schema, tidy
+from boatload.analysis.tidy import schema, tidy
 from conftest import ROOT
 
 root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")
@@ -62,8 +63,8 @@ def test_worker_arguments_are_the_originals_five_steps(tmp_path):
 
 
 def test_a_durability_the_study_does_not_know_is_refused():
-    from boatload.config import validate
-    from boatload.errors import ConfigError
+    from boatload.studies.config import validate
+    from boatload.base.errors import ConfigError
     cfg = config("ci.yaml")
     cfg["studies"]["journal"]["durability"] = ["none", "fdatasync"]
     with pytest.raises(ConfigError, match="journal.durability"):
@@ -105,7 +106,7 @@ def test_a_ci_job_on_xfs_measures_the_five_phases(study_scratch, tmp_path):
 def test_external_log_and_dropped_flushes_are_labelled(study_scratch):
     cfg = config("ci.yaml")
     if "log" not in targetspec.FIELDS:
-        pytest.skip("boatload.targets does not take `log`/`write_cache` yet")
+        pytest.skip("boatload.provision.targets does not take `log`/`write_cache` yet")
     for name, log, flushes in (("ext4-journal-external", "external", "honoured"),
                                ("xfs-log-internal-noflush", "internal", "dropped")):
         doc = journal.run(job_for(cfg, name))

@@ -8,11 +8,11 @@ import subprocess
 import pytest
 import yaml
 
-from boatload import memlimit, targets
-from boatload.config import ConfigError
-from boatload.peers import bonnie
+from boatload.provision import memlimit, targets
+from boatload.studies.config import ConfigError
+from boatload.measure.peers import bonnie
 from boatload.studies import tmpfs
-from boatload.tidy import tidy
+from boatload.analysis.tidy import tidy
 from conftest import ROOT
 
 root = pytest.mark.skipif(os.geteuid() != 0, reason="mounting needs root")

@@ -21,8 +21,8 @@ import pytest
 import yaml
 from targetlib import IS_ROOT, leftovers, mounts_under, processes_naming, scratch  # noqa: F401 - a fixture
 
-from boatload.devmodel.phasecounts import live_counts
-from boatload.ledger import pid_alive
+from boatload.provision.devmodel.phasecounts import live_counts
+from boatload.provision.ledger import pid_alive
 
 pytestmark = pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse") or not shutil.which("fio"),
                                 reason="needs root, /dev/fuse and fio")

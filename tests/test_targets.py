@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from boatload import targets
-from boatload.targets import writecache
-from boatload.ledger import Ledger
-from boatload.signals import Terminated, deferred_signals, signals_as_exceptions
-from boatload.cleanup import cleanup
-from boatload.hostops import Teardown
-from boatload.targets import provision
-from boatload.targetspec import MKFS, TargetError, TargetSpec, needs_root, parse_target
+from boatload.provision import targets
+from boatload.provision.targets import writecache
+from boatload.provision.ledger import Ledger
+from boatload.base.signals import Terminated, deferred_signals, signals_as_exceptions
+from boatload.provision.cleanup import cleanup
+from boatload.provision.hostops import Teardown
+from boatload.provision.targets import provision
+from boatload.base.targetspec import MKFS, TargetError, TargetSpec, needs_root, parse_target
 from targetlib import (  # noqa: F401 (scratch is a fixture)
     SIZES, flushes, leftovers, log_image_dir, loops_under, mounts_under, root, scratch, spec_for, write_cache,
 )

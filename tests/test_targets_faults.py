@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from boatload.targets import loop as loop_kind
-from boatload.ledger import Ledger
-from boatload.cleanup import cleanup
-from boatload.targets import provision
-from boatload.targetspec import TargetError
+from boatload.provision.targets import loop as loop_kind
+from boatload.provision.ledger import Ledger
+from boatload.provision.cleanup import cleanup
+from boatload.provision.targets import provision
+from boatload.base.targetspec import TargetError
 from asnobody import NOBODY, SRC, run_as_nobody
 from targetlib import (  # noqa: F401 (scratch is a fixture)
     leftovers, log_image_dir, mounts_under, root, scratch, spec_for, wait_clean, write_cache,
@@ -65,8 +65,8 @@ CHILD = textwrap.dedent(
     """
     import signal, sys, time
     from pathlib import Path
-    from boatload.targets import provision
-    from boatload.targetspec import parse_target
+    from boatload.provision.targets import provision
+    from boatload.base.targetspec import parse_target
     # as a fresh terminal process has them, even if started under nohup or in a background job
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
@@ -228,8 +228,8 @@ def test_non_root_tmpfs_needs_root(nobody_scratch):
         """
         import sys
         from pathlib import Path
-        from boatload.targets import provision
-        from boatload.targetspec import NeedsRoot, parse_target
+        from boatload.provision.targets import provision
+        from boatload.base.targetspec import NeedsRoot, parse_target
         for name, m in (("tmpfs", {"kind": "tmpfs"}), ("ext4", {"fs": "ext4"})):
             try:
                 with provision(parse_target(name, m), Path(sys.argv[1])):
@@ -252,9 +252,9 @@ def test_non_root_dir_works(nobody_scratch):
         """
         import os, sys
         from pathlib import Path
-        from boatload.cleanup import cleanup
-        from boatload.targets import provision
-        from boatload.targetspec import parse_target
+        from boatload.provision.cleanup import cleanup
+        from boatload.provision.targets import provision
+        from boatload.base.targetspec import parse_target
         with provision(parse_target("home", {"kind": "dir"}), Path(sys.argv[1])) as t:
             (t.path / "f").write_text("x")
             print(t.path, os.stat(t.path).st_uid)

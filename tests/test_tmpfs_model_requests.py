@@ -1,5 +1,5 @@
 """What a tmpfs test's phases sent a modelled disk: the per-phase counts
-(boatload.devmodel.phasecounts) summed over a test's phases, kept in the
+(boatload.provision.devmodel.phasecounts) summed over a test's phases, kept in the
 tidy table's model_* columns, summarised by the notebook (medians over the
 worker's runs) and said by the paper beside ext3's sequential read rate on
 the model."""
@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 import notebook_checks as nc
-from boatload import paper
-from boatload.devmodel import phasecounts
-from boatload.devmodel.phasecounts import delta
+from boatload.publish import paper
+from boatload.provision.devmodel import phasecounts
+from boatload.provision.devmodel.phasecounts import delta
 from boatload.studies import tmpfs as tmpfs_study
 from notebook_checks import load_fixtures
 

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from targetlib import IS_ROOT, leftovers, scratch, wait_clean  # noqa: F401 - scratch is a fixture
 
-from boatload.cleanup import cleanup
-from boatload.hostops import mount_at
-from boatload.memlimit import MemoryLimitError, memory_limit
-from boatload.targets import provision
-from boatload.targetspec import TargetError, parse_target
+from boatload.provision.cleanup import cleanup
+from boatload.provision.hostops import mount_at
+from boatload.provision.memlimit import MemoryLimitError, memory_limit
+from boatload.provision.targets import provision
+from boatload.base.targetspec import TargetError, parse_target
 
 pytestmark = pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse"), reason="needs root and /dev/fuse")
 
@@ -80,11 +80,11 @@ HOLD = textwrap.dedent(
     """
     import signal, sys, time
     from pathlib import Path
-    from boatload.memlimit import memory_limit
+    from boatload.provision.memlimit import memory_limit
     # SIGINT as a terminal process has it, even when the tests run in a background job
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from boatload.targets import provision
-    from boatload.targetspec import parse_target
+    from boatload.provision.targets import provision
+    from boatload.base.targetspec import parse_target
     scratch = Path(sys.argv[1])
     spec = parse_target("held", {"kind": "tmpfs", "size_mb": 64, "model": "hdd-7200"})
     with provision(spec, scratch) as t:

@@ -1,11 +1,11 @@
-"""The verdict rule of boatload.verdict: direction and size, no difference,
-too few runs, on real samples through the interval of boatload.intervals."""
+"""The verdict rule of boatload.analysis.verdict: direction and size, no difference,
+too few runs, on real samples through the interval of boatload.analysis.intervals."""
 
 from __future__ import annotations
 
 import pytest
 
-from boatload.verdict import (VERDICTS, Rule, band, bound_text, claim, decide, decide_equivalence, no_difference,
+from boatload.analysis.verdict import (VERDICTS, Rule, band, bound_text, claim, decide, decide_equivalence, no_difference,
                               claims_tested, not_applicable, not_exercised)
 
 RULE = Rule()

@@ -1,7 +1,7 @@
 """Each verdict word is wrong at most 1 - level of the time, at the run
 counts the quick and full configs use, wherever the truth lies: inside the
 band, outside it on either side, at 1, at the equivalence margin
-(boatload.error_rates). A rule that decides more by being lax fails it."""
+(boatload.analysis.error_rates). A rule that decides more by being lax fails it."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from boatload import error_rates
-from boatload.intervals import ratio_interval
-from boatload.verdict import INCONCLUSIVE, REPRODUCED, Rule, claim
+from boatload.analysis import error_rates
+from boatload.analysis.intervals import ratio_interval
+from boatload.analysis.verdict import INCONCLUSIVE, REPRODUCED, Rule, claim
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -31,7 +31,7 @@ void phase_fail(struct phase_thread *t, int err, const char *where)
     atomic_store(&run->stop, 1);
 }
 
-/* The runner's monitor (boatload.interference) snapshots the machine right
+/* The runner's monitor (boatload.measure.interference) snapshots the machine right
  * before and right after each timed phase. With BOATLOAD_PHASE_SYNC_FD
  * naming a socket, the worker says "begin NAME\n" and "end NAME\n" there
  * and waits for one byte back, outside the timed window, so the snapshots

@@ -8,11 +8,12 @@ import re
 import sys
 from glob import glob
 
-from boatload import cluster, plan, settle_record
-from boatload.errors import ConfigError
-from boatload.interference import DEFAULTS as INTERFERENCE_DEFAULTS
+from boatload.workflow import cluster, plan
+from boatload.analysis import settle_record
+from boatload.base.errors import ConfigError
+from boatload.measure.interference import DEFAULTS as INTERFERENCE_DEFAULTS
 from boatload.studies import registry
-from boatload.system import hostname
+from boatload.base.system import hostname
 
 HOST = config.get("host") or hostname()
 # The fleet (profiles/slurm sets `executor: slurm`): every node of the config's
@@ -56,7 +57,7 @@ ANALYSED = [name for name in STUDIES if os.path.exists(f"notebooks/{name}.ipynb"
 
 # What counts as a disturbed timed phase; every job carries it, so a raw run says what it was held to.
 INTERFERENCE = {**INTERFERENCE_DEFAULTS, **config.get("interference", {})}
-# The verdict rule's settings, passed to every notebook (boatload.verdict.Rule's defaults otherwise).
+# The verdict rule's settings, passed to every notebook (boatload.analysis.verdict.Rule's defaults otherwise).
 VERDICT_PARAMS = " ".join(f"-p {k} {v}" for k, v in sorted((config.get("verdicts") or {}).items()))
 
 # Nix puts the worker in the store and says where; otherwise we build it here.

@@ -2,7 +2,7 @@
 
 
 # The fleet: every node's verdicts, provenance and the spread of each ratio
-# across nodes (boatload.fleet), for the paper's fleet section and the blog.
+# across nodes (boatload.publish.fleet), for the paper's fleet section and the blog.
 FLEET_SUMMARY = ["results/tables/fleet-summary.json"] if OTHER_HOSTS else []
 
 if OTHER_HOSTS:
@@ -25,7 +25,7 @@ if OTHER_HOSTS:
 rule paper:
     input:
         sources=sorted(glob("paper/*.typ")),
-        # the bibliography (boatload paper also writes results/tables/audit.json, boatload.audit)
+        # the bibliography (boatload paper also writes results/tables/audit.json, boatload.publish.audit)
         bibliography="paper/references.yml",
         provenance="results/provenance.json",
         tables=expand("results/tables/{study}.csv", study=ANALYSED),

@@ -1,6 +1,6 @@
 """Calibration: claims whose answers we know, measured in every run, so that
 the verdict rule is seen to get them right on real runs, not only in
-simulation (boatload.error_rates).
+simulation (boatload.analysis.error_rates).
 
 Two kinds of pair, each point measured `repetitions` times like a study's:
 
@@ -30,12 +30,12 @@ from pathlib import Path
 
 import polars as pl
 
-from boatload.config import ConfigError
-from boatload.devmodel import native
-from boatload.devmodel.presets import resolve
-from boatload.runner import run_job
-from boatload.study import Study, base_job, base_row, settings, settings_schema
-from boatload.worker import failure, phase, run_worker
+from boatload.base.errors import ConfigError
+from boatload.provision.devmodel import native
+from boatload.provision.devmodel.presets import resolve
+from boatload.measure.runner import run_job
+from boatload.studies.record import Study, base_job, base_row, settings, settings_schema
+from boatload.measure.worker import failure, phase, run_worker
 
 STUDY_NAME = "calibration"
 XFER = 4096

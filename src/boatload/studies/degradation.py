@@ -18,7 +18,7 @@ build on each other on one file system: provision once, then for the stages
 **Memory.** The original's file was twice the VM's RAM, so a buffered read
 could not be served from the page cache. We put every worker call of the job
 (fill, writes, reads) in one cgroup memory limit of M MiB
-(`memory_limit_mb`, boatload.memlimit; no swap) and make the file 2 x M MiB:
+(`memory_limit_mb`, boatload.provision.memlimit; no swap) and make the file 2 x M MiB:
 the job sees an M-MiB machine, as the original's whole VM had 1 GB. With
 `memory_limit_mb: null` there is no cgroup and M is the machine's MemTotal,
 as in the original.
@@ -75,15 +75,16 @@ import subprocess
 
 import polars as pl
 
-from boatload import capacity, memlimit, system
-from boatload.errors import ConfigError
-from boatload.paths import scratch_dir
-from boatload.runner import run_job
-from boatload.creators import count_files
-from boatload.study import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
+from boatload.provision import capacity, memlimit
+from boatload.base import system
+from boatload.base.errors import ConfigError
+from boatload.base.paths import scratch_dir
+from boatload.measure.runner import run_job
+from boatload.measure.creators import count_files
+from boatload.studies.record import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
                             target_spec)
-from boatload.targets import Provisioned, set_loop_direct_io
-from boatload.worker import failure, run_worker
+from boatload.provision.targets import Provisioned, set_loop_direct_io
+from boatload.measure.worker import failure, run_worker
 
 BIG_FILE = "dd"
 PRECONDITION_FILE = "precondition"
@@ -394,7 +395,7 @@ def rows(doc: dict) -> list[dict]:
     return out
 
 
-# Cold or warm (boatload.interference records it per phase; the paper states it).
+# Cold or warm (boatload.measure.interference records it per phase; the paper states it).
 CACHE = {
     "ours": "cold where it matters: every run on a file system made for it; the O_DIRECT write bypasses the "
             "page cache, and the buffered read is of a file twice the memory limit, so most of it comes from "

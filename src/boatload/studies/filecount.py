@@ -13,7 +13,7 @@ the timing of, its `io` phase, which is the measurement. With `peers: [fio]`
 fio runs the same job in the same job, back to back with the worker on the
 same target (boatload.studies.adjacent): each tool in a fresh subdirectory
 after a sync, the previous tool's files deleted; fio's files laid out by
-`randio --prepare`, then fio (boatload.peers.fio: psync, one job of T threads
+`randio --prepare`, then fio (boatload.measure.peers.fio: psync, one job of T threads
 sharing the same k files). Which tool goes first alternates with the parity
 of k + rep, so that a point's repetitions alternate and, run once, half the
 points start with fio; the result records the order (`order`, and each
@@ -44,15 +44,16 @@ from pathlib import Path
 
 import polars as pl
 
-from boatload import capacity, system
-from boatload.errors import ConfigError
-from boatload.peers import fio
+from boatload.provision import capacity
+from boatload.base import system
+from boatload.base.errors import ConfigError
+from boatload.measure.peers import fio
 from boatload.studies import adjacent
-from boatload.runner import run_job
-from boatload.study import (Original, PeerTable, ScaleGap, Study, base_job, base_row, for_target, settings,
+from boatload.measure.runner import run_job
+from boatload.studies.record import (Original, PeerTable, ScaleGap, Study, base_job, base_row, for_target, settings,
                             settings_schema, target_spec)
-from boatload.targets import Provisioned, set_loop_direct_io
-from boatload.worker import WorkerError, failure, phase, run_worker
+from boatload.provision.targets import Provisioned, set_loop_direct_io
+from boatload.measure.worker import WorkerError, failure, phase, run_worker
 
 WORKER = "boatload-worker"
 FIO = "fio"
@@ -381,7 +382,7 @@ def rows(doc: dict) -> list[dict]:
     return out
 
 
-# Cold or warm (boatload.interference records it per phase; the paper states it).
+# Cold or warm (boatload.measure.interference records it per phase; the paper states it).
 CACHE = {
     "ours": "warm: each tool's files are laid out (written and synced) right before it runs, on a file system "
             "made for the job, so buffered I/O finds them in the page cache; O_DIRECT bypasses the cache",

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import polars as pl
 
-from boatload import capacity, creators
-from boatload.paths import scratch_dir
-from boatload.runner import run_job
-from boatload.study import (Original, ScaleGap, Study, Uncovered, base_job, base_row, for_target, settings,
+from boatload.provision import capacity
+from boatload.measure import creators
+from boatload.base.paths import scratch_dir
+from boatload.measure.runner import run_job
+from boatload.studies.record import (Original, ScaleGap, Study, Uncovered, base_job, base_row, for_target, settings,
                             settings_schema, target_spec)
-from boatload.targets import Provisioned
-from boatload.worker import failure, phase, run_worker
+from boatload.provision.targets import Provisioned
+from boatload.measure.worker import failure, phase, run_worker
 
 METHOD_LABELS = {
     "worker-1t": "native program, 1 thread",
@@ -249,7 +250,7 @@ def rows(doc: dict) -> list[dict]:
     }]
 
 
-# Cold or warm (boatload.interference records it per phase; the paper states it).
+# Cold or warm (boatload.measure.interference records it per phase; the paper states it).
 CACHE = {
     "ours": "cold: each method makes its files on a file system made for the run; creation reads nothing",
     "original": "not stated; each method made its files in a new tree",

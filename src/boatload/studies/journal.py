@@ -9,7 +9,7 @@ fast SSD. One run here is one worker `meta` call on a freshly made target:
 
 with the original's five steps in its order (`--dirs 0`: one flat directory,
 as the original's script made). The three settings are target options,
-provisioned by boatload.targets and passed through untouched here:
+provisioned by boatload.provision.targets and passed through untouched here:
 
 - log placement: `log: {size_mb}` puts an external XFS log (ext4: an external
   journal) on a second image in /dev/shm, our "fast SSD";
@@ -36,7 +36,7 @@ device round trip per file, costs seconds on a modelled disk. Only the durable
 creates make the log and the flushes do the work the post timed.
 
 Each phase also records what reached the target's devices during it
-(boatload.devmodel.phasecounts): the block layer's reads, writes and flushes
+(boatload.provision.devmodel.phasecounts): the block layer's reads, writes and flushes
 of each loop device (the data device, an external log's), and on a modelled
 target (`model:`, `log: {model:}`) the model's flushes, FUA writes, writes,
 reads, the modelled time and the flushes' part of it, for the array and a
@@ -47,14 +47,14 @@ from __future__ import annotations
 
 import polars as pl
 
-from boatload import capacity
-from boatload.devmodel import phasecounts
-from boatload.devmodel.presets import log_hardware
-from boatload.runner import run_job
-from boatload.study import (Original, ScaleGap, Study, Uncovered, base_job, base_row, for_target, settings,
+from boatload.provision import capacity
+from boatload.provision.devmodel import phasecounts
+from boatload.provision.devmodel.presets import log_hardware
+from boatload.measure.runner import run_job
+from boatload.studies.record import (Original, ScaleGap, Study, Uncovered, base_job, base_row, for_target, settings,
                             settings_schema, target_spec)
-from boatload.targets import Provisioned
-from boatload.worker import WorkerError, failure, run_worker
+from boatload.provision.targets import Provisioned
+from boatload.measure.worker import WorkerError, failure, run_worker
 
 # (worker phase, worker order, the reference's name), in the original's order (#1..#5)
 PHASES = (
@@ -281,7 +281,7 @@ def rows(doc: dict) -> list[dict]:
     return out
 
 
-# Cold or warm (boatload.interference records it per phase; the paper states it).
+# Cold or warm (boatload.measure.interference records it per phase; the paper states it).
 CACHE = {
     "ours": "create on a file system made for the run (cold); open, stat, read and delete follow on the same "
             "files without dropping caches (warm), as bonnie++ and the original's sequence do",

@@ -7,7 +7,7 @@ beyond RAM tmpfs lost its lead because its pages went to swap.
 
 **Memory.** Instead of a machine with little RAM, the measuring process runs
 in a cgroup memory limit of M = `memory_limit_mb` (null: the machine's RAM)
-with a swap file of `swap_mb` (boatload.memlimit). Page-cache and tmpfs pages
+with a swap file of `swap_mb` (boatload.provision.memlimit). Page-cache and tmpfs pages
 are charged to the cgroup of the process that writes them, so once the files
 outgrow M, tmpfs pages go to the swap file and ext3's clean pages are dropped
 (its dirty ones written back first): that is what makes "beyond RAM" real at
@@ -49,7 +49,7 @@ other's files gone), each in a fresh memory limit of the same size, the
 order alternating with the repetition (`order`, each tool's `position`):
 `bonnie++ -s 0 -n K:MAX:0:D -u root -q -z SEED -d DIR` with
 K = round(files / 1024) (bonnie counts in 1024s), parsed by
-boatload.peers.bonnie. Its tests that take less than 500 ms print `+++++`
+boatload.measure.peers.bonnie. Its tests that take less than 500 ms print `+++++`
 and have no rate here (null); its latency is the slowest single operation,
 not a percentile (`max_us`). Each test keeps the tool's CPU per file
 (`cpu_us_per_op`: the worker's phase rusage over its files; bonnie++'s %CPU
@@ -74,7 +74,7 @@ files/s. Where the loop driver refuses direct I/O, the run goes on without
 it and the rows say so (`loop_direct_io` false, and the reason).
 
 **On a modelled disk.** A tmpfs target with `model:` swaps to that disk
-(boatload.targets.tmpfs): each run's memory limit makes its swap file on the
+(boatload.provision.targets.tmpfs): each run's memory limit makes its swap file on the
 target's `swap_dir` (`swap_on` in the result), so beyond the limit tmpfs
 pages go to and come back from the model, as ext3's blocks do on an ext3
 target with the same model: both sides of a claim on one disk, as in the
@@ -93,17 +93,18 @@ from pathlib import Path
 
 import polars as pl
 
-from boatload import capacity, memlimit, system
-from boatload.devmodel import phasecounts
-from boatload.errors import ConfigError
-from boatload.paths import scratch_dir
-from boatload.peers import bonnie
+from boatload.provision import capacity, memlimit
+from boatload.base import system
+from boatload.provision.devmodel import phasecounts
+from boatload.base.errors import ConfigError
+from boatload.base.paths import scratch_dir
+from boatload.measure.peers import bonnie
 from boatload.studies import adjacent
-from boatload.runner import run_job
-from boatload.study import (Original, PeerTable, ScaleGap, Study, base_job, base_row, for_target, settings,
+from boatload.measure.runner import run_job
+from boatload.studies.record import (Original, PeerTable, ScaleGap, Study, base_job, base_row, for_target, settings,
                             settings_schema, target_spec)
-from boatload.targets import Provisioned, set_loop_direct_io
-from boatload.worker import WorkerError, failure, run_worker
+from boatload.provision.targets import Provisioned, set_loop_direct_io
+from boatload.measure.worker import WorkerError, failure, run_worker
 
 MiB = 1024 * 1024
 PAGE = 4096
@@ -374,7 +375,7 @@ def _measure_once(root: Path, job: dict, tool: str, swap_on: str | None,
                   provenance: dict | None = None) -> tuple[str, str | None, dict, dict]:
     """One run in a fresh memory limit: status, reason, the result's parts, the cgroup's stats.
     On a modelled target the worker's phases keep what reached the model
-    (boatload.devmodel.phasecounts) as `model_counts`."""
+    (boatload.provision.devmodel.phasecounts) as `model_counts`."""
     status, reason, found = "ok", None, {}
     swap_home = Path(swap_on) if swap_on else None
     with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch_dir(), swap_on=swap_home) as limit:
@@ -459,7 +460,7 @@ COLUMNS = {
     "loop_direct_io": pl.Boolean,
     "swap_used_mb": pl.Float64,
     "peak_mb": pl.Float64,
-    # what the test sent the disk, the worker's runs only (boatload.devmodel.phasecounts.requests):
+    # what the test sent the disk, the worker's runs only (boatload.provision.devmodel.phasecounts.requests):
     # model_* what reached a modelled disk (null on this machine's), loop_* the data loop device's
     "model_reads": pl.Int64,
     "model_seq_reads": pl.Int64,
@@ -527,7 +528,7 @@ def _tool_rows(doc: dict, tool: str, result: dict, position: int, first_tool: st
         })
     return out
 
-# Cold or warm (boatload.interference records it per phase; the paper states it).
+# Cold or warm (boatload.measure.interference records it per phase; the paper states it).
 CACHE = {
     "ours": "warm by design, as bonnie++: each test follows the one before on the same files without dropping "
             "caches; the memory limit decides how much stays cached",

@@ -1,0 +1,104 @@
+"""What `boatload reproduce --settle` decided, kept beside the runs it added:
+data/runs/<host>/settle.json.
+
+The workflow reads it for the repetitions it added (their runs belong to the
+plan from then on), and each notebook, through :func:`applied`, for the
+claims it carried: a claim decided at a look keeps the verdict of that look,
+so a later analysis of more runs does not reopen it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from boatload.analysis import intervals, verdict
+from boatload.base.results import write_atomic
+
+NAME = "settle.json"
+#: set while settle itself runs a notebook at a look: the look's own verdicts, not the record's
+LOOK_ENV = "BOATLOAD_SETTLE_LOOK"
+
+
+def rule_fingerprint() -> str:
+    """What decides a verdict, as code: the sources of the verdict rule and its
+    intervals. A record made under other code froze verdicts that rule no
+    longer gives, so its claims are not carried (its runs still count)."""
+    digest = hashlib.sha256()
+    for module in (verdict, intervals):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def path(runs_dir: str | Path) -> Path:
+    return Path(runs_dir) / NAME
+
+
+def load(runs_dir: str | Path, config: dict | None = None) -> dict | None:
+    """The record, or None (none yet, or one made at another scale than `config`'s)."""
+    p = path(runs_dir)
+    if not p.is_file():
+        return None
+    record = json.loads(p.read_text(encoding="utf-8"))
+    if config is not None and record.get("scale") != config.get("scale"):
+        return None
+    return record
+
+
+def save(runs_dir: str | Path, record: dict) -> None:
+    write_atomic(path(runs_dir), json.dumps(record, indent=2, allow_nan=False) + "\n")
+
+
+def point_key(study: str, target: str, point: str) -> str:
+    return f"{study}/{target}/{point}"
+
+
+def claim_key(study: str, claim: dict) -> str:
+    return f"{study}: {claim['claim']}"
+
+
+def added_reps(runs_dir: str | Path, config: dict) -> dict[tuple[str, str, str], int]:
+    """(study, target, point) -> that point's repetitions in all, for boatload.workflow.plan.runs."""
+    record = load(runs_dir, config) or {}
+    return {tuple(key.split("/", 2)): reps for key, reps in record.get("points", {}).items()}
+
+
+def applied(summary: dict, study: str, data: str | Path) -> dict:
+    """`summary` with each claim settle carried replaced by the verdict it was
+    decided with (or, undecided, its last look's), with the look, the runs per
+    side and the runs it added in `settle`; and the design in summary['settle'].
+    `data` is the study's run table, beside which the record lives."""
+    record = load(Path(data).parent)
+    if record is None or os.environ.get(LOOK_ENV):
+        return summary
+    carried = {k.split(": ", 1)[1]: v for k, v in record["claims"].items() if k.startswith(f"{study}: ")}
+    if not carried:
+        return summary
+    if record.get("rule") != rule_fingerprint():
+        return {**summary, "settle": {"stale": f"{path(Path(data).parent)} froze its verdicts under another verdict "
+                                                f"rule: each claim is decided here on all its runs"}}
+
+    def settled(entry: dict) -> dict:
+        done = carried.get(entry.get("claim"))
+        if done is None:
+            return entry
+        return {**done["entry"], "settle": {k: done[k] for k in ("look", "decided", "runs_per_side", "level",
+                                                                   "runs_added")}}
+
+    out = {**summary, "verdicts": [settled(e) for e in summary.get("verdicts", [])]}
+    if isinstance(summary.get("verdict"), dict) and "claim" in summary["verdict"]:
+        out["verdict"] = settled(summary["verdict"])
+    mine = [v for v in carried.values()]
+    out["settle"] = {
+        "design": record["design"]["text"],
+        "alpha": record["design"]["alpha"],
+        "looks_made": record["looks_made"],
+        "stopped": record.get("stopped"),
+        "claims": len(mine),
+        "decided": sum(v["decided"] for v in mine),
+        "runs_added": sum(reps - record["first_reps"].get(key.split("/", 1)[0], reps)
+                          for key, reps in record["points"].items() if key.startswith(f"{study}/")),
+    }
+    return out
