@@ -128,12 +128,13 @@ def test_conclusion_names_the_hardware_of_every_verdict(journal_fixture_run, tmp
     hardware = {}
     for v in summary["verdicts"]:
         hardware[v["hardware"]] = hardware.get(v["hardware"], 0) + 1
-    # 12 claims on this machine's disk and 6 on the array for each create (original and durable)
-    creates = len({v.get("durability", "none") for v in summary["verdicts"]})
-    assert hardware == {"this machine": 12 * creates, "raid-hdd": 6 * creates}
+    # the original create's 12 claims on this machine's disk (XFS and ext4) and 6 on the array; each
+    # durable create's two create claims per file system: 4 and 2
+    durable = len({v.get("durability", "none") for v in summary["verdicts"]}) - 1
+    assert hardware == {"this machine": 12 + 4 * durable, "raid-hdd": 6 + 2 * durable}
     # (the hardware's name only: a table cell's line break can bring another column's word into "(loop images)")
-    assert conclusion.count("on this machine's disk") == 12 * creates
-    assert conclusion.count("XFS on modelled raid-hdd") == 6 * creates
+    assert conclusion.count("on this machine's disk") == 12 + 4 * durable
+    assert conclusion.count("XFS on modelled raid-hdd") == 6 + 2 * durable
 
 
 def test_no_modelled_hardware_paragraph_without_modelled_claims(built):
