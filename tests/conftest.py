@@ -14,6 +14,7 @@ WORKER = ROOT / "native" / "build" / "boatload-worker"
 # nothing and keeps everything it makes its own: files under its tmp_path, its own loop devices, mounts,
 # cgroups and scratch directory, a free port. What two parallel tests cannot each have their own (the
 # kernel's swap space) is an xdist group in SHARED_GROUPS: its tests never run at the same time.
+# (Every parallel file is a group of its own otherwise: see group_of.)
 # Every test file is in exactly one of the two sets; tests/test_parallel_set.py checks that, and that
 # the source of each alone file shows what it measures or times and that of each parallel file does not.
 PARALLEL_FILES = {
@@ -80,6 +81,12 @@ SHARED_GROUPS = {
     # swapon: pages of any process may go to any active swap area
     "test_memlimit.py": "swap", "test_device_guard.py": "swap",
 }
+
+
+def group_of(name: str) -> str:
+    """The xdist group of a parallel file's tests: its shared group, else the file itself, so that its
+    module-scoped fixtures (a notebook or the paper run once for the file) are made on one worker, once."""
+    return SHARED_GROUPS.get(name, name)
 # What a workflow run needs from the clone; everything else it makes itself.
 WORKFLOW_FILES = ["Snakefile", "profiles", "workflow", "config", "notebooks", "paper", "data/reference",
                   "data/devmodels.yaml", "uv.lock", "pyproject.toml"]
@@ -92,8 +99,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.alone)
         elif name in PARALLEL_FILES:
             item.add_marker(pytest.mark.parallel)
-            if name in SHARED_GROUPS:
-                item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS[name]))
+            item.add_marker(pytest.mark.xdist_group(group_of(name)))
 
 
 @pytest.fixture(scope="session")
