@@ -23,6 +23,8 @@ SIGNS = {
                                     r"|kill_storm|fresh-machine|\bsbatch\b",
     "brings up a modelled disk": r"\bnbdkit\b|\bstack_cost\b|devmodel\.calibrate|\bcounts_at_attach\b",
 }
+# A swap area takes any process's pages, whichever test turned it on.
+SWAPS = r"\(\s*\[?\"swapon\"|\bmemory_limit\(|\bsetup_swap\("
 SELF = Path(__file__).name  # holds the signs it looks for
 
 
@@ -43,6 +45,12 @@ def test_a_parallel_file_measures_and_times_nothing(name):
     assert signs((TESTS / name).read_text(encoding="utf-8")) == []
 
 
+@pytest.mark.parametrize("name", sorted(PARALLEL_FILES - {SELF}))
+def test_a_parallel_file_that_turns_swap_on_is_in_the_swap_group(name):
+    if re.search(SWAPS, (TESTS / name).read_text(encoding="utf-8")):
+        assert SHARED_GROUPS.get(name) == "swap"
+
+
 @pytest.mark.parametrize("name", sorted(ALONE_FILES))
 def test_an_alone_file_measures_or_times_something(name):
     assert signs((TESTS / name).read_text(encoding="utf-8")) != [], f"{name}: {ALONE_FILES[name]}?"
@@ -59,3 +67,5 @@ def test_the_signs_are_caught():
     assert signs("machineload.busiest(0.5)\n") == ["watches the machine"]
     assert signs("nbdkit = shutil.which('nbdkit')\n") == ["brings up a modelled disk"]
     assert signs("def test_x(tmp_path, worker):\n    assert 1\n") == []
+    assert re.search(SWAPS, 'sh("swapon", dev)\n') and re.search(SWAPS, "with memory_limit(64, 128, scratch):\n")
+    assert not re.search(SWAPS, 'tools = {"mkswap", "swapon"}\n')
