@@ -9,34 +9,97 @@ from workerlib import SHM
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "native" / "build" / "boatload-worker"
-# What a workflow run needs from the clone; everything else it makes itself.
-# The test files that neither measure nor time anything, attach no loop device, mount, cgroup or swap,
-# open no port and keep every file under their own tmp_path (distinct per xdist worker): `make test`
-# runs them on two workers (`pytest -m parallel -n 2`), then the rest alone (`-m "not parallel"`).
-# A file not named here runs alone: add one only when all of the above holds for every test in it
-# (tests/test_parallel_set.py checks the source of each for the obvious signs).
+# `make test` runs every test file on two workers (`pytest -m parallel -n 2 --dist loadgroup`) except the
+# ALONE_FILES, which then run one test at a time (`pytest -m alone`). A parallel file measures and times
+# nothing and keeps everything it makes its own: files under its tmp_path, its own loop devices, mounts,
+# cgroups and scratch directory, a free port. What two parallel tests cannot each have their own (the
+# kernel's swap space) is an xdist group in SHARED_GROUPS: its tests never run at the same time.
+# (Every parallel file is a group of its own otherwise: see group_of.)
+# Every test file is in exactly one of the two sets; tests/test_parallel_set.py checks that, and that
+# the source of each alone file shows what it measures or times and that of each parallel file does not.
 PARALLEL_FILES = {
     # arithmetic, statistics and the code's shape
     "test_audit.py", "test_intervals.py", "test_paired_intervals.py", "test_sequential.py", "test_stats.py",
-    "test_verdict.py", "test_verdict_error_rates.py", "test_settle_record.py", "test_imports.py",
+    "test_verdict.py", "test_verdict_error_rates.py", "test_settle_record.py", "test_imports.py", "test_layers.py",
     "test_native_layers.py", "test_plan.py", "test_results.py", "test_config.py", "test_config_mutations.py",
-    "test_devmodel.py",
-    # notebooks, paper and blog on the committed fixtures (papermill, typst; nothing measured)
+    "test_devmodel.py", "test_spread.py", "test_statements.py", "test_parallel_set.py", "test_nix.py",
+    "test_bootstrap.py",
+    # notebooks, paper, blog and compare on the committed fixtures (papermill, typst, chromium; nothing measured)
     "test_notebook_degradation.py", "test_notebook_filecount.py", "test_notebook_journal.py",
     "test_notebook_tmpfs.py", "test_notebook_setup.py", "test_notebooks.py", "test_paper.py",
-    "test_paper_layout.py", "test_paper_text.py", "test_paper_own_hardware.py", "test_blog.py",
-    "test_bench_verdicts.py",
+    "test_paper_layout.py", "test_paper_text.py", "test_paper_own_hardware.py", "test_paper_noise.py",
+    "test_blog.py", "test_blog_chromium.py", "test_bench_verdicts.py", "test_compare.py",
+    "test_compare_chromium.py", "test_jupyter_server.py",
     # the worker's and the baselines' outputs checked for content only, in their own temporary directories
-    "test_worker_cli.py", "test_worker_tree.py", "test_creators.py",
+    "test_worker_cli.py", "test_worker_tree.py", "test_worker_split.py", "test_creators.py",
+    # provisioning: each test attaches its own loop devices and mounts in its own scratch directory
+    # (tests/targetlib.py's `scratch`), makes its own cgroups (named by pid) and times nothing
+    "test_targets.py", "test_targets_faults.py", "test_mount_targets.py", "test_device_guard.py",
+    "test_device_targets.py", "test_devices_cli.py", "test_memlimit.py",
 }
+# Each why names what the file measures or times: beside another test it would be disturbed or disturb.
+ALONE_FILES = {
+    # the quiet machine: they assert nothing disturbed a run, or watch the machine's load
+    "test_e2e.py": "the whole ci workflow, asserting no run was disturbed or redone",
+    "test_interference.py": "the interference monitor, against hogs it starts",
+    "test_machineload.py": "waits for a quiet machine beside a hog it starts",
+    "test_shield.py": "the CPU share a shielded process gets",
+    "test_drop_caches.py": "drops the machine's page cache and measures the cold reads",
+    # device models: the stack's cost is measured and a model cheaper than it is refused
+    "test_devmodel_stack.py": "service times through the nbdkit stack against the model",
+    "test_devmodel_targets.py": "modelled targets, whose stack cost is calibrated under load",
+    "test_devmodel_runs.py": "runs on modelled disks",
+    "test_calibration_reuse.py": "the stack cost's calibration, measured and reused",
+    "test_compare_known.py": "a model twice as slow measured as slower by what it predicts",
+    "test_target_up_modelled.py": "modelled targets brought up, their stack cost calibrated",
+    "test_tmpfs_swap_disk.py": "swap on a modelled disk, its stack cost calibrated",
+    "test_tmpfs_model_requests.py": "a study measured on a modelled disk",
+    # studies and workflows measured (the interference monitor redoes runs others disturb)
+    "test_study_calibration.py": "the calibration study measured",
+    "test_study_degradation.py": "the degradation study measured",
+    "test_study_filecount.py": "the filecount study measured",
+    "test_study_journal.py": "the journal study measured",
+    "test_study_tmpfs.py": "the tmpfs study measured in a memory limit",
+    "test_studies_on_devices.py": "studies measured on device targets",
+    "test_reproduce.py": "reproduce measured, killed and run again",
+    "test_settle.py": "settle's added runs measured until claims decide",
+    "test_budget.py": "reproduce measured against a time budget",
+    "test_signals_anywhere.py": "signals timed to land in each step of a measured run",
+    "test_kill_storm.py": "signals at random moments in measured runs",
+    "test_slurm.py": "the fleet measured through SLURM, a node killed mid-run",
+    "test_fresh_machine.py": "make reproduce measured in a fresh Debian root",
+    "test_add_study.py": "a sixth study measured through the workflow",
+    # timed assertions on the worker, the runner and the benchmarks
+    "test_worker.py": "how soon a signal stops the worker",
+    "test_worker_io.py": "a timed phase lasting its duration",
+    "test_runner.py": "the runner's wall time",
+    "test_bench.py": "bench/randio.py measured by the worker and fio",
+    "test_bench_ops.py": "bench/ops.py and scale.py measured",
+}
+# xdist groups of parallel files whose tests share one thing of the machine's.
+SHARED_GROUPS = {
+    # swapon: pages of any process may go to any active swap area
+    "test_memlimit.py": "swap", "test_device_guard.py": "swap",
+}
+
+
+def group_of(name: str) -> str:
+    """The xdist group of a parallel file's tests: its shared group, else the file itself, so that its
+    module-scoped fixtures (a notebook or the paper run once for the file) are made on one worker, once."""
+    return SHARED_GROUPS.get(name, name)
+# What a workflow run needs from the clone; everything else it makes itself.
 WORKFLOW_FILES = ["Snakefile", "profiles", "workflow", "config", "notebooks", "paper", "data/reference",
                   "data/devmodels.yaml", "uv.lock", "pyproject.toml"]
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        if item.path.name in PARALLEL_FILES:
+        name = item.path.name
+        if name in ALONE_FILES:
+            item.add_marker(pytest.mark.alone)
+        elif name in PARALLEL_FILES:
             item.add_marker(pytest.mark.parallel)
+            item.add_marker(pytest.mark.xdist_group(group_of(name)))
 
 
 @pytest.fixture(scope="session")

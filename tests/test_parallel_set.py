@@ -1,9 +1,9 @@
-"""The tests `make test` runs on two workers (tests/conftest.py's
-PARALLEL_FILES) are only files that attach, mount, limit and time nothing:
-none is marked root, e2e or slow, asks for a fixture that provisions targets,
-or calls the clock, the interference monitor, memory limits or losetup. (A
-workflow clone of its own, `workdir`, for a dry run, is safe: it lives under
-the test's tmp_path.)"""
+"""`make test` runs every test file on two workers except tests/conftest.py's
+ALONE_FILES, which run one test at a time after. Every file is in one set, and
+the sets follow the source: an alone file shows a sign of measuring or timing
+something, a parallel file shows none. (Each parallel test keeps its own
+scratch directory, loop devices, mounts, cgroups and port; what they cannot
+each own, the kernel's swap space, is an xdist group in SHARED_GROUPS.)"""
 from __future__ import annotations
 
 import re
@@ -11,32 +11,61 @@ from pathlib import Path
 
 import pytest
 
-from conftest import PARALLEL_FILES
+from conftest import ALONE_FILES, PARALLEL_FILES, SHARED_GROUPS
 
 TESTS = Path(__file__).resolve().parent
-# What makes a test file unsafe beside another, as it reads in the source.
-UNSAFE = {
-    "marked root, e2e or slow": r"mark\.(root|e2e|slow)\b|pytestmark\s*=\s*root\b",
-    "provisions targets": r"def test_\w+\([^)]*\b(study_scratch|scratch)\b",
-    "needs root": r"\bIS_ROOT\b|geteuid\(\)\s*[!=]=\s*0",
-    "times or watches the machine": r"\b(perf_counter|monotonic)\(|\b(interference|machineload|memlimit|cgroups)\.\w+\("
-                                    r"|\blosetup\b",
+# What makes a test file unsafe beside another (or another unsafe beside it), as it reads in the source.
+SIGNS = {
+    "times something": r"\bperf_counter\(|\bmonotonic\(\)\s*-\s*\w|\[\"seconds\"\]\s*<|\brun_timed\(",
+    "watches the machine": r"\b(interference|machineload|shield)\.\w+\(|/proc/sys/vm/drop_caches",
+    "measures a study or workflow": r"\bstudy_scratch\b|\brun_job\(|\.run\((job|j)\)|\bscale import\b.*\bmeasure\b"
+                                    r"|\"make\", \"reproduce\"|\"reproduce\", \"--configfile\", (\w+|\"[^\"]+\")\)"
+                                    r"|kill_storm|fresh-machine|\bsbatch\b",
+    "brings up a modelled disk": r"\bnbdkit\b|\bstack_cost\b|devmodel\.calibrate|\bcounts_at_attach\b",
 }
+# A swap area takes any process's pages, whichever test turned it on.
+SWAPS = r"\(\s*\[?\"swapon\"|\bmemory_limit\(|\bsetup_swap\("
+SELF = Path(__file__).name  # holds the signs it looks for
 
 
-def unsafe_reasons(source: str) -> list[str]:
-    return [why for why, pattern in UNSAFE.items() if re.search(pattern, source)]
+def signs(source: str) -> list[str]:
+    return [why for why, pattern in SIGNS.items() if re.search(pattern, source)]
 
 
-@pytest.mark.parametrize("name", sorted(PARALLEL_FILES))
-def test_a_parallel_file_exists_and_is_safe_beside_another(name):
-    path = TESTS / name
-    assert path.is_file(), f"{name} is in PARALLEL_FILES but not in tests/"
-    assert unsafe_reasons(path.read_text(encoding="utf-8")) == []
+def test_every_test_file_is_parallel_or_alone_and_not_both():
+    files = {p.name for p in TESTS.glob("test_*.py")}
+    assert sorted(files - PARALLEL_FILES - set(ALONE_FILES)) == []
+    assert sorted(PARALLEL_FILES & set(ALONE_FILES)) == []
+    assert sorted((PARALLEL_FILES | set(ALONE_FILES)) - files) == []
+    assert set(SHARED_GROUPS) <= PARALLEL_FILES
 
 
-def test_an_unsafe_file_is_caught():
-    assert unsafe_reasons("pytestmark = [pytest.mark.root]\n") == ["marked root, e2e or slow"]
-    assert unsafe_reasons("def test_x(tmp_path, study_scratch):\n    pass\n") == ["provisions targets"]
-    assert unsafe_reasons("t0 = time.perf_counter()\n") == ["times or watches the machine"]
-    assert unsafe_reasons("def test_x(tmp_path, worker):\n    assert 1\n") == []
+@pytest.mark.parametrize("name", sorted(PARALLEL_FILES - {SELF}))
+def test_a_parallel_file_measures_and_times_nothing(name):
+    assert signs((TESTS / name).read_text(encoding="utf-8")) == []
+
+
+@pytest.mark.parametrize("name", sorted(PARALLEL_FILES - {SELF}))
+def test_a_parallel_file_that_turns_swap_on_is_in_the_swap_group(name):
+    if re.search(SWAPS, (TESTS / name).read_text(encoding="utf-8")):
+        assert SHARED_GROUPS.get(name) == "swap"
+
+
+@pytest.mark.parametrize("name", sorted(ALONE_FILES))
+def test_an_alone_file_measures_or_times_something(name):
+    assert signs((TESTS / name).read_text(encoding="utf-8")) != [], f"{name}: {ALONE_FILES[name]}?"
+
+
+def test_the_signs_are_caught():
+    assert signs("t0 = time.perf_counter()\n") == ["times something"]
+    assert signs("wall = time.monotonic() - start\n") == ["times something"]
+    assert signs("deadline = time.monotonic() + 60\n") == []
+    assert signs("def test_x(study_scratch):\n    pass\n") == ["measures a study or workflow"]
+    assert signs('boatload(workdir, "reproduce", "--configfile", "config/settle.yaml")\n') == [
+        "measures a study or workflow"]
+    assert signs('run([exe, "reproduce", "--configfile", "config/ci.yaml", "--dry-run"])\n') == []
+    assert signs("machineload.busiest(0.5)\n") == ["watches the machine"]
+    assert signs("nbdkit = shutil.which('nbdkit')\n") == ["brings up a modelled disk"]
+    assert signs("def test_x(tmp_path, worker):\n    assert 1\n") == []
+    assert re.search(SWAPS, 'sh("swapon", dev)\n') and re.search(SWAPS, "with memory_limit(64, 128, scratch):\n")
+    assert not re.search(SWAPS, 'tools = {"mkswap", "swapon"}\n')
