@@ -147,6 +147,11 @@ def test_the_shell_that_ran_target_up_getting_a_signal_leaves_it_served(scratch,
         while not (scratch / "up" / "hdd.json").exists() or pid_alive(up_record(scratch, "hdd")["pid"]):
             assert shell.poll() is None and time.monotonic() < deadline, "target up did not finish"
             time.sleep(0.1)
+        # the shell must be the `sleep` it execs: a signal that bash's handler took just before the exec
+        # was lost with it, and the sleep outlived the signal (seen in CI)
+        while Path(f"/proc/{shell.pid}/comm").read_text().strip() != "sleep":
+            assert shell.poll() is None and time.monotonic() < deadline, "the shell did not exec sleep"
+            time.sleep(0.01)
         os.killpg(shell.pid, signum)
         assert shell.wait(10) != 0
         mp = Path(out.read_text().splitlines()[-1])
@@ -192,6 +197,8 @@ def test_make_clean_mounts_stops_a_served_target_ups_stack(scratch, configfile):
     r = boatload("cleanup", "--force", scratch=scratch)
     assert r.returncode == 0, r.stderr
     assert not any("is gone" in ln for ln in r.stdout.splitlines()), r.stdout  # it was serving
-    assert sum("stopped nbdkit" in ln for ln in r.stdout.splitlines()) == 1, r.stdout  # nbdfuse left at unmount
+    # nbdfuse leaves at the unmount; nbdkit, whose only client that was, may leave with it before cleanup
+    # comes to stop it (seen in CI): either way none is left (leftovers below counts the processes)
+    assert sum("stopped nbdkit" in ln for ln in r.stdout.splitlines()) <= 1, r.stdout
     assert leftovers(scratch) == {}
     assert boatload("target", "down", "ssd", scratch=scratch).returncode == 0  # only its record was left

@@ -138,7 +138,9 @@ def run_job(study: str, job: dict, measure: Measure, *, fallback_without_root: b
     started = _now()
     name = f"{study} {job['target']['name']} {job.get('point')} rep{job.get('rep')}"
     redone, waits = [], []
-    with shielded(scratch_dir(), opts["shield"]) as shield:
+    # TERM and HUP raise from here on, so that the shield's cgroup, made first, is removed whatever
+    # arrives while it is made (under SIG_DFL a TERM held during its creation killed the process after it)
+    with signals_as_exceptions(), shielded(scratch_dir(), opts["shield"]) as shield:
         for n in range(1, opts["redo"] + 2):
             if opts["wait_quiet_s"] > 0:
                 waits.append(machineload.wait_quiet(opts["wait_quiet_s"], opts["max_other_cpu"]))
