@@ -141,7 +141,10 @@ def test_the_shell_that_ran_target_up_getting_a_signal_leaves_it_served(scratch,
     env = {**os.environ, "BOATLOAD_SCRATCH": str(scratch)}
     # a shell in a session of its own, as a terminal's: the signal goes to its whole process group
     shell = subprocess.Popen(["bash", "-c", f'"$0" target up hdd --configfile "$1" > "$2"; exec sleep 120',
-                              exe(), str(configfile), str(out)], cwd=ROOT, env=env, start_new_session=True)
+                              exe(), str(configfile), str(out)], cwd=ROOT, env=env, start_new_session=True,
+                             # a terminal's shell meets SIGHUP with its default action; under nohup (as CI may be
+                             # started) it would inherit SIG_IGN and outlive the signal
+                             preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 120
         while not (scratch / "up" / "hdd.json").exists() or pid_alive(up_record(scratch, "hdd")["pid"]):
