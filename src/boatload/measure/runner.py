@@ -92,8 +92,8 @@ def _provision_and_measure(spec: TargetSpec, job: dict, measure: Measure, fallba
                            opts: dict) -> dict:
     substituted, records, target_provenance = None, [], None
     clock = _Clock()
-    with ExitStack() as stack:  # teardown runs on success, error, SIGINT and SIGTERM alike
-        stack.enter_context(signals_as_exceptions())
+    # teardown runs on success, error, SIGINT and SIGTERM alike (run_job turns TERM and HUP into exceptions)
+    with ExitStack() as stack:
         baseline = interference.baseline()
         try:
             provisioned = stack.enter_context(provision(spec, scratch_dir()))
