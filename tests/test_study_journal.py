@@ -53,7 +53,8 @@ def test_jobs_one_per_target_and_repetition(name):
 def test_worker_arguments_are_the_originals_five_steps(tmp_path):
     job = job_for(config("ci.yaml"), "xfs-log-internal")
     args = journal.worker_args(tmp_path, job)
-    assert args[args.index("--phases") + 1] == "create:seq,open:rand,stat:rand,read:rand,delete:seq"
+    # the random stat as config/ci.yaml's two passes over the same files
+    assert args[args.index("--phases") + 1] == "create:seq,open:rand,stat:rand,stat:rand,read:rand,delete:seq"
     assert args[args.index("--dirs") + 1] == "0"  # one flat directory, as the original
     assert args[args.index("--size") + 1] == "1024"
     assert "--sync" not in args and "--fsync" not in args
@@ -69,6 +70,29 @@ def test_a_durability_the_study_does_not_know_is_refused():
     cfg["studies"]["journal"]["durability"] = ["none", "fdatasync"]
     with pytest.raises(ConfigError, match="journal.durability"):
         validate(cfg)
+
+
+def test_passes_merge_into_one_phase_with_their_counts_added_up():
+    def phase(label, ops, seconds, p50, p99, writes):
+        return {"phase": label, "name": label, "order": "random", "ops": ops, "seconds": seconds,
+                "ops_per_s": ops / seconds, "p50_us": p50, "p99_us": p99, "cpu_user_s": 0.1, "cpu_sys_s": 0.2,
+                "model": {"writes": writes, "flushes": 1, "modelled_ms": 0.5, "mean_read_kib": None},
+                "log_model": None, "loop": None, "log_loop": None}
+    merged = journal.merged_passes([
+        phase("random_open", 10, 1.0, 1.0, 2.0, 0),
+        phase("random_stat", 10, 1.0, 1.0, 3.0, 1), phase("random_stat", 10, 4.0, 2.0, 9.0, 2),
+        phase("random_stat", 10, 1.0, 5.0, 4.0, 3),
+        phase("random_read", 10, 2.0, 1.0, 2.0, 0),
+    ])
+    assert [m["phase"] for m in merged] == ["random_open", "random_stat", "random_read"]
+    assert [m["passes"] for m in merged] == [1, 3, 1]
+    stat = merged[1]
+    # the rate over all passes (30 in 6 s), not the mean of their rates (6.5/s)
+    assert stat["ops"] == 30 and stat["seconds"] == 6.0 and stat["ops_per_s"] == 5.0
+    assert stat["p50_us"] == 2.0 and stat["p99_us"] == 9.0
+    assert stat["cpu_user_s"] == pytest.approx(0.3) and stat["cpu_sys_s"] == pytest.approx(0.6)
+    assert stat["model"] == {"writes": 6, "flushes": 3, "modelled_ms": 1.5} and stat["log_model"] is None
+    assert merged[0] == {**phase("random_open", 10, 1.0, 1.0, 2.0, 0), "passes": 1}
 
 
 def _tidy(docs, tmp_path):
@@ -90,11 +114,19 @@ def test_a_ci_job_on_xfs_measures_the_five_phases(study_scratch, tmp_path):
     assert doc["target_provenance"]["kernel_fs"] == "xfs"
     rows = journal.rows(doc)
     assert [r["phase"] for r in rows] == PHASES
+    passes = cfg["studies"]["journal"]["stat_passes"]
+    assert passes > 1
     for r in rows:
-        assert r["ops"] == r["files"] == cfg["studies"]["journal"]["files"]
+        # the stat's passes are one phase: every pass's operations and seconds in it
+        assert r["passes"] == (passes if r["phase"] == "random_stat" else 1)
+        assert r["ops"] == r["passes"] * r["files"] and r["files"] == cfg["studies"]["journal"]["files"]
+        assert r["ops_per_s"] == pytest.approx(r["ops"] / r["seconds"])
         assert r["ops_per_s"] > 0 and r["seconds"] > 0 and r["p99_us"] >= r["p50_us"] > 0
         assert r["status"] == "ok" and r["log"] == "internal" and r["flushes"] == "honoured"
     assert "sequential_create" in journal.summary(doc)
+    stat = [ph for ph in doc["result"]["worker_result"]["phases"] if ph["name"] == "stat"]
+    stat_row = rows[PHASES.index("random_stat")]
+    assert len(stat) == passes and stat_row["seconds"] == pytest.approx(sum(ph["seconds"] for ph in stat))
 
     table = _tidy([doc], tmp_path)
     assert dict(table.schema) == schema("journal")  # the study's columns and the run's interference columns

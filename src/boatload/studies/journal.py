@@ -65,6 +65,17 @@ PHASES = (
     ("delete", "sequential", "sequential_delete"),
 )
 PHASE_ARG = "create:seq,open:rand,stat:rand,read:rand,delete:seq"
+#: the worker runs at most 16 phases: the other four, and the stat's passes
+MAX_STAT_PASSES = 12
+
+
+def stat_passes(job: dict) -> int:
+    return int(job.get("stat_passes", 1))
+
+
+def phase_arg(job: dict) -> str:
+    """The five phases, the random stat as `stat_passes` passes over the same files, one after another."""
+    return PHASE_ARG.replace("stat:rand", ",".join(["stat:rand"] * stat_passes(job)))
 
 
 def log_placement(target: dict) -> str:
@@ -92,7 +103,7 @@ def worker_args(root, job: dict) -> list[str]:
     files, size = job["files"], job["file_size"]
     return [
         "--dir", str(root), "--files", str(files), "--dirs", str(min(job["dirs"], files)),
-        "--size", str(size), "--phases", PHASE_ARG, "--threads", "1", "--seed", str(job["seed"]),
+        "--size", str(size), "--phases", phase_arg(job), "--threads", "1", "--seed", str(job["seed"]),
         *DURABILITY[durability(job)][1],
     ]
 
@@ -119,6 +130,42 @@ def _phase_result(ph: dict, label: str) -> dict:
     }
 
 
+def _summed(counts: list[dict | None]) -> dict | None:
+    """A device's counts over consecutive passes: numbers added up (None if any pass has none)."""
+    if not counts or any(c is None for c in counts):
+        return None
+    return {k: sum(c[k] for c in counts) for k in counts[0]
+            if all(isinstance(c.get(k), (int, float)) and not isinstance(c.get(k), bool) for c in counts)}
+
+
+def merged_passes(phases: list[dict]) -> list[dict]:
+    """Consecutive phases of one label (the stat's passes) as one phase: their operations, seconds
+    and CPU added up, the rate over them all, the passes' median p50 and highest p99, and what
+    reached each device added up."""
+    out: list[list[dict]] = []
+    for ph in phases:
+        if out and out[-1][0]["phase"] == ph["phase"]:
+            out[-1].append(ph)
+        else:
+            out.append([ph])
+    merged = []
+    for group in out:
+        if len(group) == 1:
+            merged.append({**group[0], "passes": 1})
+            continue
+        ops, seconds = sum(g["ops"] for g in group), sum(g["seconds"] for g in group)
+        p50s = sorted(g["p50_us"] for g in group if g["p50_us"] is not None)
+        p99s = [g["p99_us"] for g in group if g["p99_us"] is not None]
+        merged.append({
+            **group[0], "passes": len(group), "ops": ops, "seconds": seconds,
+            "ops_per_s": ops / seconds if ops and seconds > 0 else None,
+            "p50_us": p50s[len(p50s) // 2] if p50s else None, "p99_us": max(p99s) if p99s else None,
+            "cpu_user_s": sum(g["cpu_user_s"] for g in group), "cpu_sys_s": sum(g["cpu_sys_s"] for g in group),
+            **{dev: _summed([g.get(dev) for g in group]) for dev in COUNTED},
+        })
+    return merged
+
+
 def measure(provisioned: Provisioned, job: dict) -> dict:
     """The five phases on the target, in a fresh directory (a new file system's root holds lost+found)."""
     root = provisioned.path / "journal"
@@ -132,7 +179,8 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
     if counts is not None:
         phasecounts.attach(doc, counts.phases())
     labels = {(name, order): label for name, order, label in PHASES}
-    phases = [_phase_result(ph, labels.get((ph["name"], ph.get("order")), ph["name"])) for ph in doc["phases"]]
+    phases = merged_passes([_phase_result(ph, labels.get((ph["name"], ph.get("order")), ph["name"]))
+                            for ph in doc["phases"]])
     reason = failure(doc)
     return {**base, "status": "ok" if doc["status"] == "ok" else "error", "reason": reason,
             "phases": phases, "worker_result": doc}
@@ -154,6 +202,8 @@ def jobs(config: dict) -> list[dict]:
             point, _ = DURABILITY[dur]
             files = t.get(f"{dur}_files") or t["files"]
             extra = {} if dur == "none" else {"durability": dur}
+            if t.get("stat_passes", 1) > 1:
+                extra["stat_passes"] = t["stat_passes"]
             out += [base_job(config, "journal", name, point, rep, files=files, file_size=size, dirs=dirs, **extra)
                     for rep in range(1, s["repetitions"] + 1)]
     return out
@@ -177,13 +227,16 @@ def tools(job: dict) -> set[str]:
     return {"xfs_info" if job["target"].get("fs") == "xfs" else "dumpe2fs"}
 
 
+# one more stat of a cached file
+ESTIMATE_S_PER_STAT = 2e-6
+
 # a file's fsync: a log force and a flush, on the modelled array a rotation or more
 ESTIMATE_S_PER_FSYNC = 5e-3
 
 
 def estimate_s(job: dict) -> float:
     per_file = ESTIMATE_S_PER_FILE + (ESTIMATE_S_PER_FSYNC if durability(job) == "fsync" else 0.0)
-    return job["files"] * per_file
+    return job["files"] * (per_file + (stat_passes(job) - 1) * ESTIMATE_S_PER_STAT)
 
 def run(job: dict) -> dict:
     """Provision, measure, tear down; without root the job is skipped (no stand-in directory)."""
@@ -211,6 +264,8 @@ COLUMNS = {
     "rep": pl.Int64,
     "files": pl.Int64,
     "file_size": pl.Int64,
+    # passes over the files the phase made (the random stat's `stat_passes`, else 1)
+    "passes": pl.Int64,
     "ops": pl.Int64,
     "seconds": pl.Float64,
     "ops_per_s": pl.Float64,
@@ -253,7 +308,7 @@ def rows(doc: dict) -> list[dict]:
         if p is None:
             status = "skipped" if result["status"] == "skipped" else "error"
             reason = result.get("reason") or "phase not run"
-        elif p["ops"] != result.get("files", job["files"]):
+        elif p["ops"] != result.get("files", job["files"]) * p.get("passes", 1):
             status, reason = "error", result.get("reason") or f"{p['ops']} of {job['files']} files"
         else:
             status, reason = "ok", None
@@ -269,6 +324,7 @@ def rows(doc: dict) -> list[dict]:
             "rep": job["rep"],
             "files": job["files"],
             "file_size": job.get("file_size"),
+            "passes": p.get("passes", 1) if p else None,
             "ops": p.get("ops"),
             "seconds": p.get("seconds"),
             "ops_per_s": p.get("ops_per_s"),
@@ -310,6 +366,10 @@ STUDY = Study(
         syncfs_files={"type": "integer", "minimum": 1,
                       "description": "files of the syncfs create (default: files); the syncfs writes them all "
                                      "back inside the timed window"},
+        stat_passes={"type": "integer", "minimum": 1, "maximum": MAX_STAT_PASSES, "default": 1,
+                     "description": "passes of the random stat over the files, timed as one phase (the "
+                                    "original statted 250,000 files once; a pass over fewer cached files "
+                                    "lasts milliseconds)"},
         fsync_files={"type": "integer", "minimum": 1,
                      "description": "files of the fsync create (default: files); each fsync costs a device "
                                     "round trip, milliseconds on a modelled disk"},
