@@ -93,6 +93,21 @@ def test_the_forest_scale_curve_runs_the_worker_at_each_size_on_every_target():
     assert not [r for r in plan.runs(config) if r.point.startswith("scale-")]
 
 
+def test_the_scale_curve_is_measured_in_its_first_rounds_only():
+    """The quick forest's scale curve (a rough projection, no interval) in rounds 1-2 of 4; the claims' points
+    in all 4; a later look's rounds (settle's repetitions) add none to the curve."""
+    config = load("config")
+    forest = config["studies"]["forest"]
+    assert forest["scale_repetitions"] == 2 < plan.repetitions_of(config, "forest") == 4
+    runs = [r for r in plan.runs(config) if r.study == "forest"]
+    assert {r.rep for r in runs if r.point.startswith("scale-")} == {1, 2}
+    assert {r.rep for r in runs if not r.point.startswith("scale-")} == {1, 2, 3, 4}
+    assert len([r for r in runs if r.point.startswith("scale-")]) == (
+        len(forest["targets"]) * len(forest["scale_files"]) * 2)
+    later = plan.runs(plan._with_repetitions(config, "forest", 8))
+    assert {r.rep for r in later if r.study == "forest" and r.point.startswith("scale-")} == {1, 2}
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_forest_estimates_cover_the_scale_runs(name):
     """The worker makes every file (no time cap): its estimate grows with the

@@ -163,7 +163,7 @@ def jobs(config: dict) -> list[dict]:
                  series="scale")
         for target in s["targets"]
         for n in sizes[target]
-        for rep in reps
+        for rep in range(1, min(s.get("scale_repetitions") or s["repetitions"], s["repetitions"]) + 1)
     ]
     return methods + scale
 
@@ -278,6 +278,10 @@ STUDY = Study(
                                     "projects the original's 1e9 files from it ([]: no curve)",
                      "type": "array", "uniqueItems": True, "default": [],
                      "items": {"type": "integer", "minimum": FILES_PER_DIR, "multipleOf": FILES_PER_DIR}},
+        scale_repetitions={"type": "integer", "minimum": 1,
+                           "description": "rounds the scale curve is measured in, the first ones (default: the "
+                                          "study's repetitions); its projection is rough and has no interval, so "
+                                          "it needs fewer runs than a claim's points"},
     ),
     jobs=jobs,
     run=run,
