@@ -108,6 +108,18 @@ def test_the_scale_curve_is_measured_in_its_first_rounds_only():
     assert {r.rep for r in later if r.study == "forest" and r.point.startswith("scale-")} == {1, 2}
 
 
+def test_filecounts_curve_is_measured_in_its_first_rounds_and_its_claims_points_in_all():
+    config = load("config")
+    filecount = config["studies"]["filecount"]
+    assert filecount["curve_repetitions"] == 2 and 10 in filecount["files"]
+    for reps in (4, 8):  # the first rounds, and a later look's
+        runs = [r for r in plan.runs(plan._with_repetitions(config, "filecount", reps)) if r.study == "filecount"]
+        by_files = {}
+        for r in runs:
+            by_files.setdefault(r.job["files"], set()).add(r.rep)
+        assert by_files == {1: set(range(1, reps + 1)), 2: set(range(1, reps + 1)), 10: {1, 2}}
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_forest_estimates_cover_the_scale_runs(name):
     """The worker makes every file (no time cap): its estimate grows with the
