@@ -20,15 +20,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from boatload.workflow import plan, preflight
-from boatload.studies.config import ConfigError, validate
+from boatload.studies.config import ConfigError, schema, validate
 from conftest import ROOT
 
 CONFIGS = {name: yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text()) for name in ("ci", "config", "full")}
-# A refusal names where: a config field, a tool, or (for the machine) what is missing.
+# A refusal names where: a config field (any top-level field of the schema, and the paths below them), a
+# tool, or (for the machine) what is missing. The fields come from the schema, so a new one is named too.
+TOP_FIELDS = "|".join(sorted(map(re.escape, schema()["properties"]), key=len, reverse=True))
 FIELD = re.compile(
     r"^(config: )?("
-    r"(targets|studies|interference|verdicts|settle)(\.[A-Za-z0-9_-]+|\[\d+\])*"
-    r"|scale|repetitions|seed|host|\(top level\)|tool \S+ \(Debian package"
+    rf"({TOP_FIELDS})(\.[A-Za-z0-9_-]+|\[\d+\])*"
+    r"|\(top level\)|tool \S+ \(Debian package"
     r")[:. ]")
 PASSED: list[dict] = []
 

@@ -76,7 +76,8 @@ def test_passes_merge_into_one_phase_with_their_counts_added_up():
     def phase(label, ops, seconds, p50, p99, writes):
         return {"phase": label, "name": label, "order": "random", "ops": ops, "seconds": seconds,
                 "ops_per_s": ops / seconds, "p50_us": p50, "p99_us": p99, "cpu_user_s": 0.1, "cpu_sys_s": 0.2,
-                "model": {"writes": writes, "flushes": 1, "modelled_ms": 0.5, "mean_read_kib": None},
+                "model": {"writes": writes, "flushes": 1, "modelled_ms": 0.5, "reads": 2, "read_kib": 4.0 * writes,
+                          "mean_read_kib": 2.0 * writes},
                 "log_model": None, "loop": None, "log_loop": None}
     merged = journal.merged_passes([
         phase("random_open", 10, 1.0, 1.0, 2.0, 0),
@@ -91,7 +92,9 @@ def test_passes_merge_into_one_phase_with_their_counts_added_up():
     assert stat["ops"] == 30 and stat["seconds"] == 6.0 and stat["ops_per_s"] == 5.0
     assert stat["p50_us"] == 2.0 and stat["p99_us"] == 9.0
     assert stat["cpu_user_s"] == pytest.approx(0.3) and stat["cpu_sys_s"] == pytest.approx(0.6)
-    assert stat["model"] == {"writes": 6, "flushes": 3, "modelled_ms": 1.5} and stat["log_model"] is None
+    # counts added up; the mean read worked out again from the sums (24 KiB over 6 reads), not added up
+    assert stat["model"] == {"writes": 6, "flushes": 3, "modelled_ms": 1.5, "reads": 6, "read_kib": 24.0,
+                             "mean_read_kib": 4.0} and stat["log_model"] is None
     assert merged[0] == {**phase("random_open", 10, 1.0, 1.0, 2.0, 0), "passes": 1}
 
 

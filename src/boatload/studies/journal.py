@@ -130,14 +130,6 @@ def _phase_result(ph: dict, label: str) -> dict:
     }
 
 
-def _summed(counts: list[dict | None]) -> dict | None:
-    """A device's counts over consecutive passes: numbers added up (None if any pass has none)."""
-    if not counts or any(c is None for c in counts):
-        return None
-    return {k: sum(c[k] for c in counts) for k in counts[0]
-            if all(isinstance(c.get(k), (int, float)) and not isinstance(c.get(k), bool) for c in counts)}
-
-
 def merged_passes(phases: list[dict]) -> list[dict]:
     """Consecutive phases of one label (the stat's passes) as one phase: their operations, seconds
     and CPU added up, the rate over them all, the passes' median p50 and highest p99, and what
@@ -161,7 +153,7 @@ def merged_passes(phases: list[dict]) -> list[dict]:
             "ops_per_s": ops / seconds if ops and seconds > 0 else None,
             "p50_us": p50s[len(p50s) // 2] if p50s else None, "p99_us": max(p99s) if p99s else None,
             "cpu_user_s": sum(g["cpu_user_s"] for g in group), "cpu_sys_s": sum(g["cpu_sys_s"] for g in group),
-            **{dev: _summed([g.get(dev) for g in group]) for dev in COUNTED},
+            **{dev: phasecounts.summed([g.get(dev) for g in group]) for dev in COUNTED},
         })
     return merged
 

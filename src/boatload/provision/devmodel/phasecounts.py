@@ -99,6 +99,26 @@ def delta(begin: dict, end: dict) -> dict | None:
     return out
 
 
+def summed(deltas: list[dict | None]) -> dict | None:
+    """What reached a device over consecutive phases (a phase's passes), from
+    each phase's `delta`: counts and times added up, the mean read's KiB and
+    the queue depth worked out again from the sums (None if any is missing)."""
+    if not deltas or any(d is None for d in deltas):
+        return None
+    derived = ("mean_read_kib", "queue_depth")
+    out = {k: sum(d[k] for d in deltas) for k in deltas[0]
+           if k not in derived and all(isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool)
+                                       for d in deltas)}
+    for k in ("modelled_ms", "flush_ms", "read_ms"):
+        if k in out:
+            out[k] = round(out[k], 3)
+    if "read_kib" in out:
+        out["mean_read_kib"] = round(out["read_kib"] / out["reads"], 2) if out.get("reads") else None
+    if "queue_ms" in out:
+        out["queue_depth"] = round(out["queue_ms"] / out["busy_ms"], 3) if out.get("busy_ms") else None
+    return out
+
+
 @dataclass
 class PhaseCounts:
     """The hook; `stacks` maps each modelled device (DEVICES) to its stack
