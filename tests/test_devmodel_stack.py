@@ -34,8 +34,8 @@ MiB = 1 << 20
 TOLERANCE = 0.15
 
 
-def image(tmp_path: Path, size_mb: int) -> Path:
-    img = tmp_path / f"disk-{size_mb}.img"
+def image(tmp_path: Path, size_mb: int, name: str = "disk") -> Path:
+    img = tmp_path / f"{name}-{size_mb}.img"
     with open(img, "wb") as f:
         f.truncate(size_mb * MiB)
     return img
@@ -65,13 +65,10 @@ def test_a_read_the_model_makes_cheaper_than_the_stack_costs_what_the_stack_cost
     stack's median moved from 97 to 160 us between runs a second apart, so
     one run of each would compare two moments, not two stacks."""
     params = presets.resolve("ssd-2008", "m")
-    bare_image, model_image = tmp_path / "bare.img", tmp_path / "ssd.img"
-    for img in (bare_image, model_image):
-        with open(img, "wb") as f:
-            f.truncate(256 * MiB)
     bare_medians, model_medians = [], []
-    with modelled_image(bare_image, 256, BARE_STACK, scratch=scratch, name="bare", calibrated=False) as bare, \
-            modelled_image(model_image, 256, params, scratch=scratch, name="ssd-2008") as model:
+    with modelled_image(image(tmp_path, 256, "bare"), 256, BARE_STACK, scratch=scratch, name="bare",
+                        calibrated=False) as bare, \
+            modelled_image(image(tmp_path, 256, "ssd"), 256, params, scratch=scratch, name="ssd-2008") as model:
         for _ in range(4):
             bare_medians.append(fiocheck.random_read(bare.device, 256 * MiB, BARE_STACK, seconds=0.5)["median_us"])
             r = fiocheck.random_read(model.device, 256 * MiB, params, seconds=0.5)

@@ -50,7 +50,8 @@ from boatload.base.errors import ConfigError
 from boatload.measure.peers import fio
 from boatload.studies import adjacent
 from boatload.measure.runner import run_job
-from boatload.studies.record import (Original, PeerTable, ScaleGap, Study, base_job, base_row, for_target, settings,
+from boatload.studies.record import (Original, PeerTable, ScaleGap, Study, base_job, base_row, first_rounds,
+                            first_rounds_field, for_target, settings,
                             settings_schema, target_spec)
 from boatload.provision.targets import Provisioned, set_loop_direct_io
 from boatload.measure.worker import WorkerError, failure, phase, run_worker
@@ -107,20 +108,14 @@ def jobs(config: dict) -> list[dict]:
             )
             for files in t["files"]
             for mode in t["modes"]
-            for rep in range(1, _rounds_of(files, s) + 1)
+            for rep in (range(1, s["repetitions"] + 1) if files in CLAIM_FILES
+                        else first_rounds(s, "curve_repetitions"))
         ]
     return out
 
 
 #: the claim's points: IOPS with two files over one file
 CLAIM_FILES = (1, 2)
-
-
-def _rounds_of(files: int, s: dict) -> int:
-    """A claim's points in every round; the curve's other points in the first `curve_repetitions`."""
-    if files in CLAIM_FILES:
-        return s["repetitions"]
-    return min(s.get("curve_repetitions") or s["repetitions"], s["repetitions"])
 
 
 def _skipped(reason: str, **extra) -> dict:
@@ -417,10 +412,7 @@ STUDY = Study(
         ["files"],
         files={"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1},
                "description": "the numbers of files the threads spread their I/O over, one point each"},
-        curve_repetitions={"type": "integer", "minimum": 1,
-                           "description": "rounds the curve's points beside the claim's (1 and 2 files) are "
-                                          "measured in, the first ones (default: the study's repetitions); no "
-                                          "claim rests on them"},
+        curve_repetitions=first_rounds_field("each point of the curve beside the claim's 1 and 2 files"),
         file_size_mb={"type": "integer", "minimum": 1, "default": 32, "description": "MiB per file"},
         threads={"type": "integer", "minimum": 1, "maximum": 256, "default": 64},
         xfer={"type": "integer", "minimum": 512, "default": 8192, "description": "bytes per I/O"},

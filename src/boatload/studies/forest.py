@@ -10,7 +10,8 @@ from boatload.provision import capacity
 from boatload.measure import creators
 from boatload.base.paths import scratch_dir
 from boatload.measure.runner import run_job
-from boatload.studies.record import (Original, ScaleGap, Study, Uncovered, base_job, base_row, for_target, settings,
+from boatload.studies.record import (Original, ScaleGap, Study, Uncovered, base_job, base_row, first_rounds,
+                            first_rounds_field, for_target, settings,
                             settings_schema, target_spec)
 from boatload.provision.targets import Provisioned
 from boatload.measure.worker import failure, phase, run_worker
@@ -163,7 +164,7 @@ def jobs(config: dict) -> list[dict]:
                  series="scale")
         for target in s["targets"]
         for n in sizes[target]
-        for rep in range(1, min(s.get("scale_repetitions") or s["repetitions"], s["repetitions"]) + 1)
+        for rep in first_rounds(s, "scale_repetitions")
     ]
     return methods + scale
 
@@ -278,10 +279,7 @@ STUDY = Study(
                                     "projects the original's 1e9 files from it ([]: no curve)",
                      "type": "array", "uniqueItems": True, "default": [],
                      "items": {"type": "integer", "minimum": FILES_PER_DIR, "multipleOf": FILES_PER_DIR}},
-        scale_repetitions={"type": "integer", "minimum": 1,
-                           "description": "rounds the scale curve is measured in, the first ones (default: the "
-                                          "study's repetitions); its projection is rough and has no interval, so "
-                                          "it needs fewer runs than a claim's points"},
+        scale_repetitions=first_rounds_field("the scale curve (a rough projection without an interval)"),
     ),
     jobs=jobs,
     run=run,

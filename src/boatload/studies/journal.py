@@ -45,6 +45,8 @@ modelled log. They say whether a claim's mechanism ran in the phase.
 
 from __future__ import annotations
 
+from itertools import groupby
+
 import polars as pl
 
 from boatload.provision import capacity
@@ -134,14 +136,9 @@ def merged_passes(phases: list[dict]) -> list[dict]:
     """Consecutive phases of one label (the stat's passes) as one phase: their operations, seconds
     and CPU added up, the rate over them all, the passes' median p50 and highest p99, and what
     reached each device added up."""
-    out: list[list[dict]] = []
-    for ph in phases:
-        if out and out[-1][0]["phase"] == ph["phase"]:
-            out[-1].append(ph)
-        else:
-            out.append([ph])
     merged = []
-    for group in out:
+    for _, passes in groupby(phases, key=lambda ph: ph["phase"]):
+        group = list(passes)
         if len(group) == 1:
             merged.append({**group[0], "passes": 1})
             continue

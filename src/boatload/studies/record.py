@@ -207,6 +207,19 @@ def settings(config: dict, study: Study) -> dict:
     return merged
 
 
+def first_rounds_field(what: str) -> dict:
+    """The schema of a setting that measures `what` (points no claim rests on) in the first rounds only."""
+    return {"type": "integer", "minimum": 1,
+            "description": f"rounds {what} is measured in, the first ones (default: the study's repetitions); "
+                           "no claim rests on it, so it needs fewer runs than a claim's points"}
+
+
+def first_rounds(settings: dict, field: str) -> range:
+    """The rounds of points no claim rests on: the first `settings[field]` of the study's
+    repetitions (all of them without the setting); a later look's rounds add none."""
+    return range(1, min(settings.get(field) or settings["repetitions"], settings["repetitions"]) + 1)
+
+
 def for_target(settings: dict, target: str) -> dict:
     """A study's settings for the jobs of one target: with its `per_target` entry over them."""
     return {**settings, **(settings.get("per_target") or {}).get(target, {})}

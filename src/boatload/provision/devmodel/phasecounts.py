@@ -93,7 +93,17 @@ def delta(begin: dict, end: dict) -> dict | None:
                 else out["read_sectors"] / 2 if "read_sectors" in out else None)
     if read_kib is not None:
         out["read_kib"] = read_kib
-        out["mean_read_kib"] = round(read_kib / out["reads"], 2) if out.get("reads") else None
+    return _with_means(out)
+
+
+#: fields worked out from the others (`_with_means`), never added up
+MEANS = ("mean_read_kib", "queue_depth")
+
+
+def _with_means(out: dict) -> dict:
+    """`out` with the mean read's KiB and the mean queue depth while busy, from its sums."""
+    if "read_kib" in out:
+        out["mean_read_kib"] = round(out["read_kib"] / out["reads"], 2) if out.get("reads") else None
     if "queue_ms" in out:
         out["queue_depth"] = round(out["queue_ms"] / out["busy_ms"], 3) if out.get("busy_ms") else None
     return out
@@ -105,18 +115,13 @@ def summed(deltas: list[dict | None]) -> dict | None:
     the queue depth worked out again from the sums (None if any is missing)."""
     if not deltas or any(d is None for d in deltas):
         return None
-    derived = ("mean_read_kib", "queue_depth")
     out = {k: sum(d[k] for d in deltas) for k in deltas[0]
-           if k not in derived and all(isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool)
-                                       for d in deltas)}
+           if k not in MEANS and all(isinstance(d.get(k), (int, float)) and not isinstance(d.get(k), bool)
+                                     for d in deltas)}
     for k in ("modelled_ms", "flush_ms", "read_ms"):
         if k in out:
             out[k] = round(out[k], 3)
-    if "read_kib" in out:
-        out["mean_read_kib"] = round(out["read_kib"] / out["reads"], 2) if out.get("reads") else None
-    if "queue_ms" in out:
-        out["queue_depth"] = round(out["queue_ms"] / out["busy_ms"], 3) if out.get("busy_ms") else None
-    return out
+    return _with_means(out)
 
 
 @dataclass
