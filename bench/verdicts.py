@@ -3,11 +3,15 @@ claim by claim.
 
 Reads every `tables/<study>-summary.json` in each directory, pairs the
 claims by study and claim text, and prints the claims whose verdict differs,
-then one line: how many claims agree, and how many pairs are in conflict (one
+then two lines: how many claims agree word for word and how many pairs are in
+conflict (one
 run settles a direction, a size or an equivalence the other settles the opposite way:
 reproduced or same direction against contradicted, reproduced or larger against
-not reproduced or smaller, equivalent against not equivalent). A claim only
-one run has counts as a difference.
+not reproduced or smaller, equivalent against not equivalent), and how many
+give the same answer to "does it hold here" (boatload.analysis.verdict.ANSWERS:
+holds, holds at another size, does not hold, open; not reproduced and
+contradicted are both "does not hold"). A claim only one run has counts as a
+difference.
 
     uv run python bench/verdicts.py RESULTS_A RESULTS_B [--min-agree 27] [--rates]
 
@@ -22,6 +26,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+from boatload.analysis.verdict import ANSWERS, UNTESTABLE
 
 SAME_WAY = {"reproduced", "same direction, smaller effect", "same direction, larger effect", "same direction, size open"}
 #: verdict pairs that settle a claim in opposite ways: the direction, the size against the band, equivalence
@@ -52,9 +58,15 @@ def compare(a: dict, b: dict) -> dict:
     for key in sorted(set(a) | set(b)):
         va, vb = (a.get(key) or {}).get("verdict"), (b.get(key) or {}).get("verdict")
         rows.append({"study": key[0], "claim": key[1], "a": va, "b": vb, "agree": va == vb,
+                     "same_answer": va is not None and vb is not None and ANSWERS.get(va, va) == ANSWERS.get(vb, vb),
                      "conflict": conflict(va, vb),
                      "ours_a": (a.get(key) or {}).get("ours"), "ours_b": (b.get(key) or {}).get("ours")})
     return {"claims": len(rows), "agree": sum(r["agree"] for r in rows),
+            "same_answer": sum(r["same_answer"] for r in rows),
+            # claims tested here by either run (not exercised and not applicable are out of every count of tests)
+            "tested": sum(not (r["a"] in UNTESTABLE and r["b"] in UNTESTABLE) for r in rows),
+            "tested_agree": sum(r["agree"] and r["a"] not in UNTESTABLE for r in rows),
+            "tested_same_answer": sum(r["same_answer"] and r["a"] not in UNTESTABLE for r in rows),
             "conflicts": sum(r["conflict"] for r in rows), "rows": rows}
 
 
@@ -67,10 +79,13 @@ def report(result: dict) -> str:
     for r in result["rows"]:
         if r["agree"]:
             continue
-        mark = "CONFLICT " if r["conflict"] else ""
+        mark = "CONFLICT " if r["conflict"] else "" if r["same_answer"] else "ANSWER "
         lines.append(f"{mark}{r['study']}: {r['claim']}\n    A: {r['a'] or 'absent'} ({_ratio(r['ours_a'])})"
                      f"\n    B: {r['b'] or 'absent'} ({_ratio(r['ours_b'])})")
     lines.append(f"{result['agree']} of {result['claims']} claims agree; {result['conflicts']} in conflict")
+    lines.append(f"of the {result['tested']} claims tested: {result['tested_agree']} agree word for word, "
+                 f"{result['tested_same_answer']} give the same answer to \"does it hold here\" (holds, holds at "
+                 "another size, does not hold, open; ANSWER marks a different one above)")
     return "\n".join(lines)
 
 

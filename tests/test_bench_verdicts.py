@@ -57,6 +57,7 @@ def test_changed_runs_show_each_changed_claim(two_runs, capsys):
         ("XFS on modelled raid-hdd", "reproduced", "contradicted", True),
     }
     assert result["agree"] == result["claims"] - 2 and result["conflicts"] == 2
+    assert result["same_answer"] == result["claims"] - 2  # opposite answers, not only other words
     assert bv.main([str(a), str(b)]) == 1  # a conflict fails whatever the count
     out = capsys.readouterr().out
     assert out.count("CONFLICT journal: An external log on a fast device") == 2
@@ -72,3 +73,23 @@ def test_a_claim_only_one_run_has_is_a_difference(two_runs, tmp_path):
     assert [r["b"] for r in result["rows"] if not r["agree"]] == [None]
     with pytest.raises(SystemExit):
         bv.main([str(tmp_path), str(a)])  # not a results directory: argparse's one-line error
+
+
+def test_words_that_differ_only_beyond_the_answer_give_the_same_answer(capsys):
+    from boatload.analysis.verdict import ANSWERS, UNTESTABLE, VERDICTS
+
+    assert set(ANSWERS) == set(VERDICTS)
+    claims = {("s", "x"): "not reproduced", ("s", "y"): "same direction, smaller effect", ("s", "z"): "equivalent",
+              ("s", "u"): "not exercised"}
+    other = {("s", "x"): "contradicted", ("s", "y"): "not reproduced", ("s", "z"): "equivalent",
+             ("s", "u"): "not exercised"}
+    result = bv.compare({k: {"verdict": v} for k, v in claims.items()}, {k: {"verdict": v} for k, v in other.items()})
+    rows = {r["claim"]: r for r in result["rows"]}
+    assert (rows["x"]["agree"], rows["x"]["same_answer"], rows["x"]["conflict"]) == (False, True, False)
+    assert (rows["y"]["agree"], rows["y"]["same_answer"]) == (False, False)
+    assert (result["tested"], result["tested_agree"], result["tested_same_answer"]) == (3, 1, 2)
+    assert "not exercised" in UNTESTABLE and result["agree"] == 2
+    print(bv.report(result))
+    out = capsys.readouterr().out
+    assert "ANSWER s: y" in out and "ANSWER s: x" not in out
+    assert "of the 3 claims tested: 1 agree word for word, 2 give the same answer" in out

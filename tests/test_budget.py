@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from boatload.workflow import settle
+from boatload.workflow.preflight import ANALYSIS_ESTIMATE_S, NOTEBOOK_START_S, analysis_seconds
 from boatload.analysis import settle_record
 from boatload.base.paths import repo_root
 from boatload.base.system import hostname
@@ -46,24 +47,48 @@ def record(decided_native: bool) -> dict:
 
 def test_a_decided_claim_gets_no_more_runs_and_the_choice_is_the_same_given_the_same_record(tmp_path):
     config = ci_forest()
-    chosen, points, new = settle._choose(record(True), config, tmp_path, 2, 3600.0)
+    chosen, points, new = settle._choose(record(True), config, tmp_path, tmp_path / 'results', 2, 3600.0)
     assert "forest: native" not in chosen and set(chosen) == {"forest: tar", "forest: touch"}
     assert set(points) == set(TAR + TOUCH) and all(v == 4 for v in points.values())
     # (no run was measured in this empty runs folder: the first round is pending too)
     assert {(r.target, r.point) for r in new if r.rep > 1} == {tuple(p.split("/")[1:]) for p in TAR + TOUCH}
-    again = settle._choose(record(True), config, tmp_path, 2, 3600.0)
+    again = settle._choose(record(True), config, tmp_path, tmp_path / 'results', 2, 3600.0)
     assert (list(again[0]), again[1], [r.key for r in again[2]]) == (list(chosen), points, [r.key for r in new])
 
 
 def test_the_budget_left_bounds_the_choice(tmp_path):
     config = ci_forest()
-    everything, _, _ = settle._choose(record(False), config, tmp_path, 2, 3600.0)
+    everything, _, _ = settle._choose(record(False), config, tmp_path, tmp_path / 'results', 2, 3600.0)
     assert list(everything)[-1] == "forest: touch"  # the one the last look cannot decide, last
-    assert settle._choose(record(False), config, tmp_path, 2, 0.0)[0] == {}
+    assert settle._choose(record(False), config, tmp_path, tmp_path / 'results', 2, 0.0)[0] == {}
     # time for the analysis and a few runs: the cheapest claims to decide, not the one beyond reach
-    some, _, new = settle._choose(record(False), config, tmp_path, 2, settle.ANALYSIS_ESTIMATE_S + 10.0)
+    some, _, new = settle._choose(record(False), config, tmp_path, tmp_path / "results", 2, ANALYSIS_ESTIMATE_S + 10.0)
     assert some and "forest: touch" not in some
     assert sum(settle.estimates([r for r in new if r.rep > 1], tmp_path).values()) <= 10.0
+
+
+def executed_notebook(results: Path, name: str, seconds: float) -> None:
+    """What papermill leaves in results/notebooks: the executed notebook with its kernel time."""
+    (results / "notebooks").mkdir(parents=True, exist_ok=True)
+    (results / "notebooks" / f"{name}.ipynb").write_text(json.dumps(
+        {"cells": [], "metadata": {"papermill": {"duration": seconds}}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+def test_a_studys_analysis_costs_what_its_notebook_last_took_here(tmp_path):
+    results = tmp_path / "results"
+    assert analysis_seconds(results, "forest") == ANALYSIS_ESTIMATE_S  # never analysed here
+    executed_notebook(results, "forest", 2.5)
+    assert analysis_seconds(results, "forest") == 2.5 + NOTEBOOK_START_S
+    (results / "notebooks" / "forest.ipynb").write_text("{not json")
+    assert analysis_seconds(results, "forest") == ANALYSIS_ESTIMATE_S
+    # the choice counts the measured analysis: 10 s of runs and the 7.5 s analysis fit in 20 s,
+    # and do not when the notebook last took 60 s
+    config = ci_forest()
+    executed_notebook(results, "forest", 2.5)
+    fits = settle._choose(record(False), config, tmp_path, results, 2, 20.0)[0]
+    assert fits and "forest: touch" not in fits
+    executed_notebook(results, "forest", 60.0)
+    assert settle._choose(record(False), config, tmp_path, results, 2, 20.0)[0] == {}
 
 
 def boatload(workdir: Path, *args: str) -> subprocess.CompletedProcess:

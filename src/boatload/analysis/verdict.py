@@ -80,6 +80,13 @@ DECIDED = (REPRODUCED, SMALLER, LARGER, NOT_REPRODUCED, CONTRADICTED, EQUIVALENT
 OPEN = (SIZE_OPEN, INCONCLUSIVE, TOO_FEW)
 #: claims that were not tested here, by design: out of every count of claims tested
 UNTESTABLE = (NOT_EXERCISED, NOT_APPLICABLE)
+#: what each word answers to the reader's one question, does the claim hold here: words
+#: that differ only in what the interval adds (which side of 1 a claim that does not hold
+#: lies on) give the same answer; the untested words answer nothing and stay themselves
+ANSWERS = {REPRODUCED: "holds", EQUIVALENT: "holds", SMALLER: "holds at another size",
+           LARGER: "holds at another size", NOT_REPRODUCED: "does not hold", CONTRADICTED: "does not hold",
+           NOT_EQUIVALENT: "does not hold", SIZE_OPEN: "open", INCONCLUSIVE: "open", TOO_FEW: "open",
+           NOT_TESTED: NOT_TESTED, NOT_EXERCISED: NOT_EXERCISED, NOT_APPLICABLE: NOT_APPLICABLE}
 #: what each word says, the method section's table (in VERDICTS' order)
 MEANINGS = {
     REPRODUCED: "the interval lies on the original's side of 1 and wholly inside the band (the original's ratio "

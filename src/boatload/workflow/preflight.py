@@ -232,6 +232,26 @@ def history(runs_dir: Path) -> dict[tuple[str, str, str], float]:
     return {key: statistics.median(values) for key, values in seen.items()}
 
 
+# A study's analysis where it never ran here: its notebook, tables and figures
+# (about 15-40 s a study on 2 cores when first written down).
+ANALYSIS_ESTIMATE_S = 30.0
+# papermill's own start and the kernel's, outside the duration papermill records
+NOTEBOOK_START_S = 5.0
+# the paper, the blog pages and the provenance after the last notebook, and a Snakemake start
+PAPER_ESTIMATE_S = 30.0
+
+
+def analysis_seconds(results: Path, name: str) -> float:
+    """Seconds the study's analysis takes here: the kernel time papermill recorded
+    in the study's executed notebook when it last ran, plus papermill's start;
+    ANALYSIS_ESTIMATE_S where it never ran (or its record is unreadable)."""
+    try:
+        meta = json.loads((Path(results) / "notebooks" / f"{name}.ipynb").read_text(encoding="utf-8"))
+        return float(meta["metadata"]["papermill"]["duration"]) + NOTEBOOK_START_S
+    except (OSError, ValueError, KeyError, TypeError):
+        return ANALYSIS_ESTIMATE_S
+
+
 def estimates(runs: list[plan.Run], runs_dir: Path) -> dict[tuple, float]:
     """Seconds per run: as measured here before where there is a record, else the study's model."""
     before = history(runs_dir)

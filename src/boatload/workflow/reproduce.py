@@ -27,7 +27,7 @@ from boatload.workflow import plan
 from boatload.measure import procfs
 from boatload.analysis import settle_record
 from boatload.studies.config import ConfigError, load, validate
-from boatload.workflow.preflight import estimates
+from boatload.workflow.preflight import PAPER_ESTIMATE_S, analysis_seconds, estimates
 from boatload.base.system import hostname
 
 PDF = Path("results/paper/paper.pdf")
@@ -35,9 +35,6 @@ LOCKS = Path(".snakemake/locks")
 # Held (flock) for as long as a `boatload reproduce` of this clone lives; the
 # kernel drops it with the process, however it ends.
 RUN_LOCK = Path(".snakemake/boatload-reproduce.lock")
-# Notebooks, tables, blog pages and the paper after the last measurement
-# (about 15-40 s a study on 2 cores): only for the time-left estimate.
-ANALYSIS_ESTIMATE_S = 30.0
 # How long Snakemake may take to stop after a signal before it is pushed (see _snakemake).
 STOP_GRACE_S = 30.0
 STEPS_LINE = re.compile(r"^\d+ of \d+ steps")
@@ -141,7 +138,7 @@ class Progress:
         self.pending_of = {h: plan.pending(everything, str(root / "data" / "runs" / h)) for h in self.hosts}
         self.pending = [r for h in self.hosts for r in self.pending_of[h]]
         self.estimate = estimates(self.pending_of[self.hosts[0]], root / "data" / "runs" / self.hosts[0])
-        self.analysis_s = ANALYSIS_ESTIMATE_S * len(plan.studies(config))
+        self.analysis_s = PAPER_ESTIMATE_S + sum(analysis_seconds(root / "results", n) for n in plan.studies(config))
         self.root = root
         self.started = time.monotonic()
         self.done = 0

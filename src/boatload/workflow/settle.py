@@ -23,8 +23,8 @@ from boatload.workflow import plan
 from boatload.analysis import settle_record
 from boatload.studies.config import ConfigError, load
 from boatload.analysis.intervals import mann_whitney_rank
-from boatload.workflow.preflight import estimates
-from boatload.workflow.reproduce import ANALYSIS_ESTIMATE_S, main as reproduce
+from boatload.workflow.preflight import PAPER_ESTIMATE_S, analysis_seconds, estimates
+from boatload.workflow.reproduce import main as reproduce
 from boatload.analysis.sequential import Design
 from boatload.studies import study
 from boatload.base.system import hostname
@@ -160,13 +160,14 @@ def _judge(record: dict, name: str, look: int, level: float, summary: dict, chos
     return decided
 
 
-def _choose(record: dict, config: dict, runs_dir: Path, look: int, left_s: float) -> tuple[dict, dict, list]:
+def _choose(record: dict, config: dict, runs_dir: Path, results: Path, look: int,
+            left_s: float) -> tuple[dict, dict, list]:
     """The open claims look `look` measures, {key: claim}, the points' repetitions
     then, and the new runs: claims in order of the seconds they would take to be
     decided (the runs to settle still missing per side times the measured cost
     of a round of their points), those the design's last look cannot reach at
     the observed spread after all others, each taken while its new runs and its
-    study's analysis fit in `left_s`. The same record and results give the same
+    study's analysis (as long as it last took here) fit in `left_s`. The same record and results give the same
     choice (ties broken by the claim)."""
     everything = plan.runs(config, added=settle_record.added_reps(runs_dir, config))
     per_run = {key[:3]: seconds for key, seconds in estimates(everything, runs_dir).items()}
@@ -192,7 +193,7 @@ def _choose(record: dict, config: dict, runs_dir: Path, look: int, left_s: float
         reps = record["schedules"][name][look - 1]
         raise_to = {p: reps for p in claim["points"] if points.get(p, record["first_reps"][name]) < reps}
         cost = sum((reps - points.get(p, record["first_reps"][name])) * per_run.get(tuple(p.split("/", 2)), 0.0)
-                   for p in raise_to) + (ANALYSIS_ESTIMATE_S if name not in studies_in else 0.0)
+                   for p in raise_to) + (analysis_seconds(results, name) if name not in studies_in else 0.0)
         if spent + cost > left_s:
             continue
         chosen[key], spent = claim, spent + cost
@@ -231,7 +232,7 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
     for look in range(record["looks_made"] + 1, record["design"]["looks"] + 1):
         if not any(not c["decided"] for c in record["claims"].values()):
             break
-        chosen, points, new = _choose(record, config, runs_dir, look, budget_s - (time.monotonic() - started))
+        chosen, points, new = _choose(record, config, runs_dir, root / "results", look, budget_s - (time.monotonic() - started))
         if not chosen:
             record["stopped"] = f"the time budget ({minutes:g} min) at look {look}"
             _say(f"look {look}: no open claim's runs fit in the {max(budget_s - (time.monotonic() - started), 0):.0f} s "
@@ -301,7 +302,9 @@ def budgeted(configfile: str, studies: list[str] | None = None) -> int:
     status = reproduce(configfile, [f"results/tables/{n}-summary.json" for n in names], studies=studies)
     if status != 0:
         return status
-    left = minutes - (time.monotonic() - started) / 60.0 - ANALYSIS_ESTIMATE_S * len(names) / 60.0
+    # kept for the paper: each study's analysis again (the looks' verdicts) and the paper itself
+    tail_s = PAPER_ESTIMATE_S + sum(analysis_seconds(Path("results"), n) for n in names)
+    left = minutes - (time.monotonic() - started) / 60.0 - tail_s / 60.0
     status = main(configfile, left, studies=studies, budget=True)
     if status != 0:
         return status
