@@ -35,11 +35,10 @@ from __future__ import annotations
 import os
 import time
 
-import polars as pl
-
 from boatload.provision import memlimit
 from boatload.base.paths import scratch_dir
 from boatload.measure.runner import run_job
+from boatload.base import dtypes
 from boatload.studies.record import Original, PeerTable, ScaleGap, Study, base_job, base_row, settings, settings_schema
 from boatload.measure.worker import failure, phase, run_worker
 
@@ -97,8 +96,8 @@ STUDY = Study(
                                               "description": "the worker's cgroup memory limit"}),
     defaults={"ci": {"targets": ["tmpfs"], "repetitions": 3}},
     jobs=jobs, run=run, summary=summary, rows=rows, sort=("target", "rep"),
-    columns={"rep": pl.Int64, "files": pl.Int64, "seconds": pl.Float64, "files_per_s": pl.Float64,
-             "peer_files_per_s": pl.Float64, "memory_limit_mb": pl.Int64},
+    columns={"rep": dtypes.Int64, "files": dtypes.Int64, "seconds": dtypes.Float64, "files_per_s": dtypes.Float64,
+             "peer_files_per_s": dtypes.Float64, "memory_limit_mb": dtypes.Int64},
     measures_without_root=True, figures=("rates",),
     original=Original(citation="toy-original", hardware="a {original[machine]} with {original[filesystems]}",
                       rate=("files_per_s", "files/s"),

@@ -160,3 +160,29 @@ def test_no_module_is_over_600_lines():
     assert "boatload.provision.targets" in sizes
     long = {m: n for m, n in sizes.items() if n > MAX_LINES}
     assert not long, f"over {MAX_LINES} lines: {long}"
+
+
+def test_a_measuring_process_does_not_import_polars():
+    """`boatload run` imports the CLI, every study record and the runner, and builds
+    no table: polars (the largest part of its start) stays out; a study's column
+    types become polars dtypes only where a table is built."""
+    import subprocess
+    import sys
+
+    code = ("import sys, boatload.workflow.cli, boatload.measure.runner\n"
+            "from boatload.studies import names, study\n"
+            "[study(n) for n in names()]\n"
+            "print('polars' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+    import polars as pl
+    import pytest
+
+    from boatload.base import dtypes
+    from boatload.studies import study
+
+    schema = study("filecount").table_schema
+    assert schema["host"] == pl.String and schema["interval_iops"] == pl.List(pl.Float64)
+    with pytest.raises(TypeError, match="boatload.base.dtypes"):
+        dtypes.to_polars(pl.Int64)

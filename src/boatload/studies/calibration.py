@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import polars as pl
+from boatload.base import dtypes
 
 from boatload.base.errors import ConfigError
 from boatload.provision.devmodel import native
@@ -183,8 +183,8 @@ STUDY = Study(
     jobs=jobs,
     run=run,
     summary=summary,
-    columns={"point": pl.String, "kind": pl.String, "rep": pl.Int64, "ops": pl.Int64, "seconds": pl.Float64,
-             "rate": pl.Float64, "unit": pl.String, "lat_mean_us": pl.Float64, "predicted_read_us": pl.Float64},
+    columns={"point": dtypes.String, "kind": dtypes.String, "rep": dtypes.Int64, "ops": dtypes.Int64, "seconds": dtypes.Float64,
+             "rate": dtypes.Float64, "unit": dtypes.String, "lat_mean_us": dtypes.Float64, "predicted_read_us": dtypes.Float64},
     rows=rows,
     sort=("point", "rep"),
     tools=lambda job: set(),

@@ -73,7 +73,7 @@ import os
 import statistics
 import subprocess
 
-import polars as pl
+from boatload.base import dtypes
 
 from boatload.provision import capacity, memlimit
 from boatload.base import system
@@ -347,19 +347,19 @@ def summary(doc: dict) -> str:
 
 
 COLUMNS = {
-    "rep": pl.Int64,
-    "stage": pl.Int64,
-    "extra_files": pl.Int64,
-    "files_on_disk": pl.Int64,
-    "op": pl.String,
-    "run": pl.Int64,
-    "block": pl.Int64,
-    "bytes": pl.Int64,
-    "seconds": pl.Float64,
-    "mb_per_s": pl.Float64,
-    "memory_limit_mb": pl.Int64,
-    "file_bytes": pl.Int64,
-    "loop_direct_io": pl.Boolean,
+    "rep": dtypes.Int64,
+    "stage": dtypes.Int64,
+    "extra_files": dtypes.Int64,
+    "files_on_disk": dtypes.Int64,
+    "op": dtypes.String,
+    "run": dtypes.Int64,
+    "block": dtypes.Int64,
+    "bytes": dtypes.Int64,
+    "seconds": dtypes.Float64,
+    "mb_per_s": dtypes.Float64,
+    "memory_limit_mb": dtypes.Int64,
+    "file_bytes": dtypes.Int64,
+    "loop_direct_io": dtypes.Boolean,
 }
 
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import polars as pl
+from boatload.base import dtypes
 
 from boatload.provision import capacity
 from boatload.base import system
@@ -318,31 +318,31 @@ def _describe(tool: str, t: dict) -> str:
 
 
 COLUMNS = {
-    "files": pl.Int64,
-    "mode": pl.String,
-    "tool": pl.String,
-    "rep": pl.Int64,
-    "position": pl.Int64,
-    "first_tool": pl.String,
-    "threads": pl.Int64,
-    "xfer": pl.Int64,
-    "read_pct": pl.Float64,
-    "file_size_mb": pl.Int64,
-    "seconds": pl.Float64,
-    "ops": pl.Int64,
-    "iops": pl.Float64,
-    "read_iops": pl.Float64,
-    "write_iops": pl.Float64,
-    "read_pct_measured": pl.Float64,
-    "mb_per_s": pl.Float64,
-    "lat_mean_us": pl.Float64,
-    "lat_p99_us": pl.Float64,
-    "cpu_user_s": pl.Float64,
-    "cpu_sys_s": pl.Float64,
-    "cpu_us_per_op": pl.Float64,
-    "interval_s": pl.Float64,
-    "interval_iops": pl.List(pl.Float64),
-    "loop_direct_io": pl.Boolean,
+    "files": dtypes.Int64,
+    "mode": dtypes.String,
+    "tool": dtypes.String,
+    "rep": dtypes.Int64,
+    "position": dtypes.Int64,
+    "first_tool": dtypes.String,
+    "threads": dtypes.Int64,
+    "xfer": dtypes.Int64,
+    "read_pct": dtypes.Float64,
+    "file_size_mb": dtypes.Int64,
+    "seconds": dtypes.Float64,
+    "ops": dtypes.Int64,
+    "iops": dtypes.Float64,
+    "read_iops": dtypes.Float64,
+    "write_iops": dtypes.Float64,
+    "read_pct_measured": dtypes.Float64,
+    "mb_per_s": dtypes.Float64,
+    "lat_mean_us": dtypes.Float64,
+    "lat_p99_us": dtypes.Float64,
+    "cpu_user_s": dtypes.Float64,
+    "cpu_sys_s": dtypes.Float64,
+    "cpu_us_per_op": dtypes.Float64,
+    "interval_s": dtypes.Float64,
+    "interval_iops": dtypes.List(dtypes.Float64),
+    "loop_direct_io": dtypes.Boolean,
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import polars as pl
+from boatload.base import dtypes
 
 from boatload.provision import capacity
 from boatload.measure import creators
@@ -214,19 +214,19 @@ def run(job: dict) -> dict:
 
 COLUMNS = {
     # "methods": a run of the method comparison; "scale": a run of the scale curve
-    "series": pl.String,
-    "method": pl.String,
-    "method_label": pl.String,
-    "rep": pl.Int64,
-    "files": pl.Int64,
-    "files_planned": pl.Int64,
-    "seconds": pl.Float64,
-    "files_per_s": pl.Float64,
-    "extrapolated": pl.Boolean,
-    "space_kb": pl.Int64,
-    "inodes_used": pl.Int64,
-    "cpu_user_s": pl.Float64,
-    "cpu_sys_s": pl.Float64,
+    "series": dtypes.String,
+    "method": dtypes.String,
+    "method_label": dtypes.String,
+    "rep": dtypes.Int64,
+    "files": dtypes.Int64,
+    "files_planned": dtypes.Int64,
+    "seconds": dtypes.Float64,
+    "files_per_s": dtypes.Float64,
+    "extrapolated": dtypes.Boolean,
+    "space_kb": dtypes.Int64,
+    "inodes_used": dtypes.Int64,
+    "cpu_user_s": dtypes.Float64,
+    "cpu_sys_s": dtypes.Float64,
 }
 
 

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from itertools import groupby
 
-import polars as pl
+from boatload.base import dtypes
 
 from boatload.provision import capacity
 from boatload.provision.devmodel import phasecounts
@@ -244,31 +244,31 @@ def summary(doc: dict) -> str:
 
 
 COLUMNS = {
-    "log": pl.String,
-    "flushes": pl.String,
-    "durability": pl.String,
-    "log_hardware": pl.String,
-    "step": pl.Int64,
-    "phase": pl.String,
-    "rep": pl.Int64,
-    "files": pl.Int64,
-    "file_size": pl.Int64,
+    "log": dtypes.String,
+    "flushes": dtypes.String,
+    "durability": dtypes.String,
+    "log_hardware": dtypes.String,
+    "step": dtypes.Int64,
+    "phase": dtypes.String,
+    "rep": dtypes.Int64,
+    "files": dtypes.Int64,
+    "file_size": dtypes.Int64,
     # passes over the files the phase made (the random stat's `stat_passes`, else 1)
-    "passes": pl.Int64,
-    "ops": pl.Int64,
-    "seconds": pl.Float64,
-    "ops_per_s": pl.Float64,
-    "p50_us": pl.Float64,
-    "p99_us": pl.Float64,
-    "cpu_user_s": pl.Float64,
-    "cpu_sys_s": pl.Float64,
+    "passes": dtypes.Int64,
+    "ops": dtypes.Int64,
+    "seconds": dtypes.Float64,
+    "ops_per_s": dtypes.Float64,
+    "p50_us": dtypes.Float64,
+    "p99_us": dtypes.Float64,
+    "cpu_user_s": dtypes.Float64,
+    "cpu_sys_s": dtypes.Float64,
     # what reached the modelled array (model_) and a modelled log (log_model_)
     # during the phase; null on this machine's hardware
     **{f"{dev}_{k}": t for dev in phasecounts.DEVICES for k, t in (
-        ("flushes", pl.Int64), ("fua_writes", pl.Int64), ("writes", pl.Int64),
-        ("ms", pl.Float64), ("flush_ms", pl.Float64))},
+        ("flushes", dtypes.Int64), ("fua_writes", dtypes.Int64), ("writes", dtypes.Int64),
+        ("ms", dtypes.Float64), ("flush_ms", dtypes.Float64))},
     # what the block layer passed to the data (loop_) and external log's (log_loop_) loop device
-    **{f"{dev}_{k}": pl.Int64 for dev in phasecounts.LOOPS for k in ("reads", "writes", "flushes")},
+    **{f"{dev}_{k}": dtypes.Int64 for dev in phasecounts.LOOPS for k in ("reads", "writes", "flushes")},
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import polars as pl
+from boatload.base import dtypes
 
 from boatload.provision.devmodel.presets import hardware
 
@@ -95,7 +95,7 @@ class Study:
     run: Callable[[dict], dict]
     #: raw document -> one line for the log
     summary: Callable[[dict], str]
-    #: the study's own tidy columns (polars dtypes), between HEAD_COLUMNS and TAIL_COLUMNS
+    #: the study's own tidy columns (boatload.base.dtypes), between HEAD_COLUMNS and TAIL_COLUMNS
     columns: dict
     #: raw document -> rows of the tidy table (each from `base_row`)
     rows: Callable[[dict], list[dict]]
@@ -143,7 +143,8 @@ class Study:
     @property
     def table_schema(self) -> dict:
         """Every column of the tidy table (without the run's interference columns, boatload.analysis.tidy)."""
-        return {**HEAD_COLUMNS, **self.columns, **TAIL_COLUMNS}
+        every = {**HEAD_COLUMNS, **self.columns, **TAIL_COLUMNS}
+        return {name: dtypes.to_polars(dtype) for name, dtype in every.items()}
 
     @property
     def caption(self) -> str:
@@ -164,10 +165,10 @@ def named_points(claim: dict, jobs: list[dict]) -> set[tuple[str, str]]:
 
 
 # Every tidy table starts with these columns and ends with those.
-HEAD_COLUMNS = {"host": pl.String, "study": pl.String, "target": pl.String, "filesystem": pl.String,
-                "hardware": pl.String}
-TAIL_COLUMNS = {"status": pl.String, "reason": pl.String, "worker_version": pl.String, "kernel": pl.String,
-                "started_at": pl.String}
+HEAD_COLUMNS = {"host": dtypes.String, "study": dtypes.String, "target": dtypes.String, "filesystem": dtypes.String,
+                "hardware": dtypes.String}
+TAIL_COLUMNS = {"status": dtypes.String, "reason": dtypes.String, "worker_version": dtypes.String,
+                "kernel": dtypes.String, "started_at": dtypes.String}
 
 
 def settings_schema(description: str, required: list[str], **fields: dict) -> dict:

@@ -91,7 +91,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import polars as pl
+from boatload.base import dtypes
 
 from boatload.provision import capacity, memlimit
 from boatload.base import system
@@ -439,37 +439,37 @@ def _describe(tool: str, t: dict) -> str:
 # the tidy table
 
 COLUMNS = {
-    "working_set": pl.Float64,
-    "working_set_label": pl.String,
-    "files": pl.Int64,
-    "tool": pl.String,
-    "step": pl.Int64,
-    "test": pl.String,
-    "rep": pl.Int64,
-    "position": pl.Int64,
-    "first_tool": pl.String,
-    "ops": pl.Int64,
-    "seconds": pl.Float64,
-    "ops_per_s": pl.Float64,
-    "cpu_pct": pl.Float64,
-    "cpu_us_per_op": pl.Float64,
-    "p50_us": pl.Float64,
-    "p99_us": pl.Float64,
-    "max_us": pl.Float64,
-    "memory_limit_mb": pl.Int64,
-    "loop_direct_io": pl.Boolean,
-    "swap_used_mb": pl.Float64,
-    "peak_mb": pl.Float64,
+    "working_set": dtypes.Float64,
+    "working_set_label": dtypes.String,
+    "files": dtypes.Int64,
+    "tool": dtypes.String,
+    "step": dtypes.Int64,
+    "test": dtypes.String,
+    "rep": dtypes.Int64,
+    "position": dtypes.Int64,
+    "first_tool": dtypes.String,
+    "ops": dtypes.Int64,
+    "seconds": dtypes.Float64,
+    "ops_per_s": dtypes.Float64,
+    "cpu_pct": dtypes.Float64,
+    "cpu_us_per_op": dtypes.Float64,
+    "p50_us": dtypes.Float64,
+    "p99_us": dtypes.Float64,
+    "max_us": dtypes.Float64,
+    "memory_limit_mb": dtypes.Int64,
+    "loop_direct_io": dtypes.Boolean,
+    "swap_used_mb": dtypes.Float64,
+    "peak_mb": dtypes.Float64,
     # what the test sent the disk, the worker's runs only (boatload.provision.devmodel.phasecounts.requests):
     # model_* what reached a modelled disk (null on this machine's), loop_* the data loop device's
-    "model_reads": pl.Int64,
-    "model_seq_reads": pl.Int64,
-    "model_read_kib": pl.Float64,
-    "model_read_ms": pl.Float64,
-    "model_writes": pl.Int64,
-    "loop_reads": pl.Int64,
-    "loop_read_kib": pl.Float64,
-    "loop_queue_depth": pl.Float64,
+    "model_reads": dtypes.Int64,
+    "model_seq_reads": dtypes.Int64,
+    "model_read_kib": dtypes.Float64,
+    "model_read_ms": dtypes.Float64,
+    "model_writes": dtypes.Int64,
+    "loop_reads": dtypes.Int64,
+    "loop_read_kib": dtypes.Float64,
+    "loop_queue_depth": dtypes.Float64,
 }
 
 def rows(doc: dict) -> list[dict]:
