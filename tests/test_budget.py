@@ -17,6 +17,7 @@ import yaml
 from boatload.workflow import settle
 from boatload.workflow.preflight import ANALYSIS_ESTIMATE_S, NOTEBOOK_START_S, analysis_seconds
 from boatload.analysis import settle_record
+from boatload.analysis.verdict import DECIDED
 from boatload.base.paths import repo_root
 from boatload.base.system import hostname
 
@@ -114,6 +115,10 @@ def test_a_spent_budget_chooses_no_points_finishes_the_paper_and_a_second_run_do
     rec = settle_record.load(runs)
     assert rec["budget_spent"] and not rec["points"]
     summary = json.loads((workdir / "results" / "tables" / "forest-summary.json").read_text())
+    # what the first rounds decided, said once they were analysed, as the summary has it
+    tested = [v for v in summary["verdicts"] if v["verdict"] not in ("not exercised", "not applicable")]
+    decided = sum(v["verdict"] in DECIDED for v in tested)
+    assert f"the first rounds decided {decided} of {len(tested)} claims tested" in out.stderr
     if rec["claims"]:  # claims were open: the budget, not their decision, ended the looks
         assert rec["stopped"].startswith("the time budget (")
     assert all(v["verdict"] in ("too few runs", "not tested") or "settle" not in v for v in summary["verdicts"])

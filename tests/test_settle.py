@@ -4,6 +4,7 @@ continuing, and each carried claim's look and runs in the summary."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 import yaml
 
 from boatload.base.system import hostname
-from boatload.analysis.verdict import OPEN
+from boatload.analysis.verdict import DECIDED, OPEN, UNTESTABLE
 from notebook_checks import pdf_text
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices and mounts)")
@@ -79,6 +80,12 @@ def test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_ru
     assert summary["settle"]["runs_added"] == 3 * len(OPEN_POINTS)
     assert summary["settle"]["decided"] == sum(v["settle"]["decided"] for v in carried)
     assert summary["settle"]["design"].startswith("at most 2 looks at 1, 4 runs per side")
+    # the look's progress lines say how many claims were decided so far, the last line how many in all
+    assert re.search(r"^boatload: progress: .*; \d+ of \d+ claims tested decided so far$", out.stderr, re.M), \
+        out.stderr[-3000:]
+    tested = [v for v in summary["verdicts"] if v["verdict"] not in UNTESTABLE]
+    assert f"in all {sum(v['verdict'] in DECIDED for v in tested)} of {len(tested)} claims tested decided" \
+        in out.stderr
     # the paper's method section states the design and what it decided, from the summary
     text = pdf_text(workdir / "results" / "paper" / "paper.pdf")
     assert "measured again (make settle)" in text and "2 looks at 1, 4 runs per side" in text, text[-3000:]

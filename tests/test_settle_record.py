@@ -70,3 +70,21 @@ def test_a_record_made_under_another_rule_freezes_nothing(tmp_path, monkeypatch)
     record["rule"] = settle_record.rule_fingerprint()
     settle_record.save(tmp_path, record)
     assert settle_record.applied(summary, "forest", tmp_path / "forest.parquet")["verdicts"][0]["verdict"] == "reproduced"
+
+
+def test_claims_decided_so_far_count_the_records_looks_and_leave_out_the_untested(tmp_path):
+    results, runs = tmp_path / "results", tmp_path / "runs"
+    (results / "tables").mkdir(parents=True)
+    runs.mkdir()
+    assert settle_record.decided_so_far(results, runs) is None  # nothing analysed yet
+    forest = [_claim("inconclusive", 4), {"claim": "C beats D", "verdict": "contradicted"},
+              {"claim": "E beats F", "verdict": "not exercised"}, {"claim": "G beats H", "verdict": "size open"}]
+    (results / "tables" / "forest-summary.json").write_text(json.dumps({"verdicts": forest}))
+    (results / "tables" / "journal-summary.json").write_text(json.dumps(
+        {"verdicts": [{"claim": "I", "verdict": "equivalent"}, {"claim": "J", "verdict": "not applicable"}]}))
+    assert settle_record.decided_so_far(results, runs) == (2, 4)
+    # a look decides the carried claim: the record's word counts, not the first rounds' summary
+    record = _record()
+    _judge(record, "forest", 2, 0.99, {"verdicts": [_claim("reproduced", 8)]})
+    settle_record.save(runs, record)
+    assert settle_record.decided_so_far(results, runs) == (3, 4)

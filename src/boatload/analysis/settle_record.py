@@ -102,3 +102,25 @@ def applied(summary: dict, study: str, data: str | Path) -> dict:
                           for key, reps in record["points"].items() if key.startswith(f"{study}/")),
     }
     return out
+
+
+def decided_so_far(results: str | Path, runs_dir: str | Path) -> tuple[int, int] | None:
+    """(claims decided, claims tested) over every study's summary in `results`,
+    each claim the record carries counted as the record has it (decided at a look,
+    or still open); None before any study was analysed. Claims not tested here by
+    design (verdict.UNTESTABLE) are in neither count."""
+    record = load(runs_dir) or {"claims": {}}
+    decided = tested = 0
+    for summary in sorted(Path(results, "tables").glob("*-summary.json")):
+        study = summary.name.removesuffix("-summary.json")
+        try:
+            entries = json.loads(summary.read_text(encoding="utf-8")).get("verdicts") or []
+        except (OSError, ValueError):
+            continue
+        for entry in entries:
+            if not isinstance(entry, dict) or entry.get("verdict") in verdict.UNTESTABLE:
+                continue
+            carried = record["claims"].get(claim_key(study, entry)) if "claim" in entry else None
+            tested += 1
+            decided += carried["decided"] if carried is not None else entry.get("verdict") in verdict.DECIDED
+    return (decided, tested) if tested else None

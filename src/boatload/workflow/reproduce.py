@@ -140,6 +140,9 @@ class Progress:
         self.estimate = estimates(self.pending_of[self.hosts[0]], root / "data" / "runs" / self.hosts[0])
         self.analysis_s = PAPER_ESTIMATE_S + sum(analysis_seconds(root / "results", n) for n in plan.studies(config))
         self.root = root
+        # the claims the analyses so far decided (none before the first): fixed for this Snakemake,
+        # which measures and analyses, while the looks between two of them decide
+        self.claims = settle_record.decided_so_far(root / "results", root / "data" / "runs" / self.hosts[0])
         self.started = time.monotonic()
         self.done = 0
         self.constant: dict[str, bool] = {}  # raw result -> kept under a constant load
@@ -161,6 +164,7 @@ class Progress:
                                    for h in self.hosts for r in self.pending_of[h]])
         return (f"progress: {self.done}/{len(self.pending)} runs measured, {_clock(elapsed)} elapsed, "
                 f"about {_clock(remaining)} left"
+                + (f"; {self.claims[0]} of {self.claims[1]} claims tested decided so far" if self.claims else "")
                 + (f"; {constant} kept disturbed by a constant load (not measured again)" if constant else ""))
 
     def _constant(self, raws: list[str]) -> int:

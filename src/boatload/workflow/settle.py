@@ -267,17 +267,21 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
                     claim.update(look=look, level=level, runs_per_side=[reps, reps])
         record["looks_made"] = look
         settle_record.save(runs_dir, record)
+        so_far = settle_record.decided_so_far(root / "results", runs_dir)
         _say(f"look {look}: {decided} claims decided ({sum(c['decided'] for c in record['claims'].values())} of "
              f"{len(record['claims'])} open after the first rounds so far), "
-             f"{sum(not c['decided'] for c in record['claims'].values())} open")
+             f"{sum(not c['decided'] for c in record['claims'].values())} open"
+             + (f"; {so_far[0]} of {so_far[1]} claims tested decided so far" if so_far else ""))
     settle_record.save(runs_dir, record)
     carried = sorted({c["study"] for c in record["claims"].values()})
     status = reproduce(configfile, ["--forcerun", *[f"results/tables/{n}-summary.json" for n in carried]],
                        studies=studies)
     settled = sum(c["decided"] for c in record["claims"].values())
     added = sum(v - record["first_reps"][k.split("/", 1)[0]] for k, v in record["points"].items())
+    so_far = settle_record.decided_so_far(root / "results", runs_dir)
     _say(f"{settled} of {len(record['claims'])} claims decided, {added} runs added, "
-         f"{(time.monotonic() - started) / 60:.1f} min" + (f"; stopped at {record['stopped']}" if record["stopped"] else ""))
+         f"{(time.monotonic() - started) / 60:.1f} min" + (f"; stopped at {record['stopped']}" if record["stopped"] else "")
+         + (f"; in all {so_far[0]} of {so_far[1]} claims tested decided" if so_far else ""))
     return status
 
 
@@ -302,6 +306,8 @@ def budgeted(configfile: str, studies: list[str] | None = None) -> int:
     status = reproduce(configfile, [f"results/tables/{n}-summary.json" for n in names], studies=studies)
     if status != 0:
         return status
+    if so_far := settle_record.decided_so_far("results", runs_dir):
+        _say(f"the first rounds decided {so_far[0]} of {so_far[1]} claims tested")
     # kept for the paper: each study's analysis again (the looks' verdicts) and the paper itself
     tail_s = PAPER_ESTIMATE_S + sum(analysis_seconds(Path("results"), n) for n in names)
     left = minutes - (time.monotonic() - started) / 60.0 - tail_s / 60.0
