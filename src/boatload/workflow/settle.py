@@ -167,8 +167,8 @@ def _choose(record: dict, config: dict, runs_dir: Path, results: Path, look: int
     decided (the runs to settle still missing per side times the measured cost
     of a round of their points), those the design's last look cannot reach at
     the observed spread after all others, each taken while its new runs and its
-    study's analysis (as long as it last took here) fit in `left_s`. The same record and results give the same
-    choice (ties broken by the claim)."""
+    study's analysis (as long as it last took here) fit in `left_s`. The same
+    record and results give the same choice (ties broken by the claim)."""
     everything = plan.runs(config, added=settle_record.added_reps(runs_dir, config))
     per_run = {key[:3]: seconds for key, seconds in estimates(everything, runs_dir).items()}
     have = dict(record["points"])
@@ -232,7 +232,8 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
     for look in range(record["looks_made"] + 1, record["design"]["looks"] + 1):
         if not any(not c["decided"] for c in record["claims"].values()):
             break
-        chosen, points, new = _choose(record, config, runs_dir, root / "results", look, budget_s - (time.monotonic() - started))
+        chosen, points, new = _choose(record, config, runs_dir, root / "results", look,
+                                      budget_s - (time.monotonic() - started))
         if not chosen:
             record["stopped"] = f"the time budget ({minutes:g} min) at look {look}"
             _say(f"look {look}: no open claim's runs fit in the {max(budget_s - (time.monotonic() - started), 0):.0f} s "
