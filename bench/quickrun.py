@@ -1,0 +1,123 @@
+"""What one `make reproduce` measured and decided, from its clone: the table of
+#38 and the counts the quick paper's sections in bench/README.md quote.
+
+    uv run python bench/quickrun.py CLONE [CLONE ...]
+
+Per study, from the raw results in CLONE/data/runs/<host>/ (every host there):
+runs, seconds a run (each raw result's `started_at` to `finished_at`), the
+share of that in timed phases (the interference monitor's phase seconds) and
+the runs redone; the span from the first run's start to the last run's end.
+From CLONE/results/tables/<study>-summary.json: the claims tested (the words of
+boatload.analysis.verdict.UNTESTABLE are out), decided (verdict.DECIDED), each
+word's count, the median width of the claims' intervals (high ÷ low) and the
+known answers the calibration study got right.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+
+from boatload.analysis.verdict import DECIDED, UNTESTABLE
+
+KNOWN = "calibration"  # the study of known answers: its claims are not the originals'
+
+
+def _when(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def timed_seconds(node) -> float:
+    """The timed phase seconds in a raw result: each phase the interference monitor watched."""
+    if isinstance(node, dict):
+        watched = node.get("interference")
+        if isinstance(watched, dict) and isinstance(node.get("seconds"), (int, float)) and watched.get("measured", True):
+            return float(watched.get("seconds", node["seconds"]))
+        return sum(timed_seconds(v) for v in node.values())
+    if isinstance(node, list):
+        return sum(timed_seconds(v) for v in node)
+    return 0.0
+
+
+def runs_table(clone: Path) -> dict:
+    """{study: {runs, wall, timed, redone}} and the span of the runs, over every host's raw results."""
+    studies: dict[str, Counter] = defaultdict(Counter)
+    first = last = None
+    for raw in sorted(clone.glob("data/runs/*/*/*/*/rep*.json")):
+        doc = json.loads(raw.read_text())
+        if "started_at" not in doc or "finished_at" not in doc:
+            continue
+        start, end = _when(doc["started_at"]), _when(doc["finished_at"])
+        first, last = min(first or start, start), max(last or end, end)
+        row = studies[raw.parts[-4]]
+        row["runs"] += 1
+        row["wall"] += (end - start).total_seconds()
+        row["timed"] += timed_seconds(doc.get("result")) or float((doc.get("result") or {}).get("seconds") or 0.0)
+        redone = doc.get("redone") or []
+        row["redone"] += len(redone) if isinstance(redone, list) else int(redone)
+    return {"studies": dict(studies), "span": (last - first).total_seconds() if first else 0.0}
+
+
+def verdicts(clone: Path) -> dict:
+    """Claims tested and decided per study, the words, the median width, the known answers."""
+    tested, decided, words, widths, known = Counter(), Counter(), Counter(), [], Counter()
+    for path in sorted((clone / "results" / "tables").glob("*-summary.json")):
+        study = path.name.removesuffix("-summary.json")
+        summary = json.loads(path.read_text())
+        if study == KNOWN:
+            known.update(v.get("answer") for v in summary.get("verdicts") or [])
+            continue
+        for v in summary.get("verdicts") or []:
+            if v.get("verdict") in UNTESTABLE:
+                continue
+            tested[study] += 1
+            decided[study] += v.get("verdict") in DECIDED
+            words[v.get("verdict")] += 1
+            if v.get("ours_low") and v.get("ours_high"):
+                widths.append(v["ours_high"] / v["ours_low"])
+    return {"tested": tested, "decided": decided, "words": words,
+            "median_width": statistics.median(widths) if widths else None, "known": known}
+
+
+def report(clone: Path) -> str:
+    runs, claims = runs_table(clone), verdicts(clone)
+    lines = [f"{clone}", f"{'study':<12} {'runs':>5} {'s a run':>8} {'timed':>6} {'wall s':>7} {'redone':>6}"]
+    total = Counter()
+    for study, row in sorted(runs["studies"].items()):
+        total.update(row)
+        lines.append(f"{study:<12} {row['runs']:>5} {row['wall'] / row['runs']:>8.2f} "
+                     f"{100 * row['timed'] / row['wall']:>5.0f}% {row['wall']:>7.0f} {row['redone']:>6}")
+    if total["runs"]:
+        lines.append(f"{'all':<12} {total['runs']:>5} {total['wall'] / total['runs']:>8.2f} "
+                     f"{100 * total['timed'] / total['wall']:>5.0f}% {total['wall']:>7.0f} {total['redone']:>6}"
+                     f"   (first run's start to last run's end: {runs['span']:.0f} s)")
+    tested, decided = sum(claims["tested"].values()), sum(claims["decided"].values())
+    by_study = ", ".join(f"{s} {claims['decided'][s]} of {n}" for s, n in sorted(claims["tested"].items()))
+    lines.append(f"decided: {decided} of {tested} claims tested"
+                 + (f" ({100 * decided / tested:.0f} %)" if tested else "") + f"; {by_study}")
+    lines.append("words: " + ", ".join(f"{w} {n}" for w, n in claims["words"].most_common()))
+    if claims["median_width"] is not None:
+        lines.append(f"median interval width (high / low): {claims['median_width']:.3f}")
+    if claims["known"]:
+        lines.append("known answers: " + ", ".join(f"{a} {n}" for a, n in sorted(claims["known"].items())))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("clones", type=Path, nargs="+", help="a clone `make reproduce` ran in")
+    args = parser.parse_args(argv)
+    for clone in args.clones:
+        if not (clone / "results" / "tables").is_dir() or not (clone / "data" / "runs").is_dir():
+            parser.error(f"{clone}: no results/tables or data/runs: not a clone `make reproduce` ran in")
+    print("\n\n".join(report(c) for c in args.clones))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
