@@ -3,7 +3,11 @@ per run count and word, the worst wrong-decision rate over true ratios placed
 on and past the band's edges, at 1 and at the equivalence margin, and the
 share of claims decided.
 
-    uv run python bench/verdict_errors.py [--runs 4 8] [--draws 4000] [--log-sd 0.15]
+    uv run python bench/verdict_errors.py [--runs 4 8] [--draws 4000] [--log-sd 0.15] [--paired]
+
+--paired: the claims measured in rounds, each round's own factor on both
+sides, decided on {round: rate} (the signed-rank interval where the rounds are
+enough for the level).
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ def main() -> None:
     parser.add_argument("--band-factor", type=float, default=2.0)
     parser.add_argument("--margin", type=float, default=1.1)
     parser.add_argument("--level", type=float, default=0.95)
+    parser.add_argument("--paired", action="store_true", help="runs in rounds, paired (see above)")
     args = parser.parse_args()
     rule = Rule(args.band_factor, args.margin, args.level)
-    cases = error_rates.sweep(rule, args.runs, draws=args.draws, log_sd=args.log_sd)
+    cases = error_rates.sweep(rule, args.runs, draws=args.draws, log_sd=args.log_sd, paired=args.paired)
     print(error_rates.table(cases))
     for runs, share in sorted(error_rates.decided_share(cases).items()):
         print(f"{runs} runs/side: {100 * share:.1f} % of the simulated claims decided")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from boatload.analysis import error_rates
-from boatload.analysis.intervals import ratio_interval
+from boatload.analysis.intervals import pairs_for_interval, ratio_interval, signed_rank_rank
 from boatload.analysis.verdict import INCONCLUSIVE, REPRODUCED, Rule, claim
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,8 +28,21 @@ def config_runs() -> list[int]:
     return sorted(runs)
 
 
+def paired_runs() -> list[int]:
+    """The rounds a claim of the quick and the full config gets the paired interval at:
+    a study measured in enough rounds for it (degradation's 6) and a look's (`settle`)."""
+    runs = set()
+    for name in ("config.yaml", "full.yaml"):
+        cfg = yaml.safe_load((ROOT / "config" / name).read_text())
+        studies = [s for s in cfg["studies"].values() if s]
+        runs |= {s.get("repetitions", cfg["repetitions"]) for s in studies}
+        runs.add((cfg.get("settle") or {}).get("max_repetitions", 0))
+    return sorted(n for n in runs if n >= pairs_for_interval(RULE.level))
+
+
 RULE = Rule()
 DRAWS = 4000
+PAIRED_DRAWS = 2000
 
 
 def simulation_allowance(rate: float, draws: int) -> float:
@@ -107,3 +120,28 @@ def test_the_simulated_rate_at_the_margin_is_the_intervals_own_tail():
 ])
 def test_what_counts_as_wrong(verdict, truth, original, wrong):
     assert error_rates.is_wrong(verdict, truth, original, RULE) is wrong
+
+
+@pytest.fixture(scope="module")
+def paired_cases():
+    return error_rates.sweep(RULE, paired_runs(), draws=PAIRED_DRAWS, paired=True)
+
+
+def test_every_word_is_wrong_at_most_the_level_allows_on_paired_rounds(paired_cases):
+    """The claims measured in rounds (degradation's stages, a look's 8 rounds): the
+    signed-rank interval's words, with each round's own factor on both sides."""
+    assert 6 in paired_runs()
+    allowed = 1.0 - RULE.level
+    print("\n" + error_rates.table(paired_cases))
+    limit = allowed + simulation_allowance(allowed, PAIRED_DRAWS)
+    worst = error_rates.worst(paired_cases)
+    over = {k: (r, c.truth, c.original) for k, (r, c) in worst.items() if r > limit}
+    assert not over, f"wrong-decision rates over {allowed:.0%} on paired rounds: {over}"
+    assert {w for c in paired_cases for w in c.counts} >= set(error_rates.ASSERTING)
+    # the paired interval at the margin: "not equivalent" wrong at its exact tail
+    for runs in paired_runs():
+        rank = signed_rank_rank(runs, 2 * RULE.level - 1)
+        tail = (1.0 - rank[1]) / 2.0
+        case = next(c for c in paired_cases if c.runs == runs and c.original is None
+                    and c.truth == RULE.equivalence_margin)
+        assert abs(case.rate("not equivalent") - tail) <= simulation_allowance(tail, PAIRED_DRAWS), (runs, tail)

@@ -14,7 +14,10 @@ on and just past the band's edges, at 1, at the margin.
 
 Runs are lognormal with a shift between the sides (the model under which the
 Mann-Whitney interval is exact); the spread does not change the rates of an
-exact interval, only how many claims get decided.
+exact interval, only how many claims get decided. Paired (`paired=True`), the
+two sides of a round share that round's own lognormal factor (the drift and
+the neighbours a round meets) and the claim gets {round: rate}, so the verdict
+takes the signed-rank interval of the rounds where they are enough for its level.
 """
 
 from __future__ import annotations
@@ -106,15 +109,21 @@ def rule_verdict(original: float | None, ours: list, base: list, rule: Rule) -> 
 
 
 def simulate(rule: Rule, runs: int, original: float | None, truth: float, draws: int = 2000, log_sd: float = 0.15,
-             seed: int = 0, decide: Decider = rule_verdict) -> Case:
-    """`draws` claims of `runs` runs per side whose true ratio is `truth`."""
-    rng = np.random.default_rng([seed, runs, int(1e6 * (original or 0.0)), int(1e9 * truth)])
+             seed: int = 0, decide: Decider = rule_verdict, paired: bool = False, round_sd: float = 0.2) -> Case:
+    """`draws` claims of `runs` runs per side whose true ratio is `truth`; `paired`:
+    measured in `runs` rounds, each round's factor (spread `round_sd`) on both sides."""
+    rng = np.random.default_rng([seed, runs, int(1e6 * (original or 0.0)), int(1e9 * truth), int(paired)])
     counts: dict[str, int] = {}
     wrong: dict[str, int] = {}
     for _ in range(draws):
-        ours = (truth * rng.lognormal(0.0, log_sd, runs)).tolist()
-        base = rng.lognormal(0.0, log_sd, runs).tolist()
-        v = decide(original, ours, base, rule)
+        ours = truth * rng.lognormal(0.0, log_sd, runs)
+        base = rng.lognormal(0.0, log_sd, runs)
+        if paired:
+            rounds = rng.lognormal(0.0, round_sd, runs)
+            v = decide(original, dict(enumerate((ours * rounds).tolist())), dict(enumerate((base * rounds).tolist())),
+                       rule)
+        else:
+            v = decide(original, ours.tolist(), base.tolist(), rule)
         counts[v] = counts.get(v, 0) + 1
         if is_wrong(v, truth, original, rule):
             wrong[v] = wrong.get(v, 0) + 1
@@ -122,8 +131,9 @@ def simulate(rule: Rule, runs: int, original: float | None, truth: float, draws:
 
 
 def sweep(rule: Rule, runs: Iterable[int], originals: Iterable[float | None] = (*ORIGINALS, None),
-          draws: int = 2000, log_sd: float = 0.15, seed: int = 0, decide: Decider = rule_verdict) -> list[Case]:
-    return [simulate(rule, n, o, t, draws, log_sd, seed, decide)
+          draws: int = 2000, log_sd: float = 0.15, seed: int = 0, decide: Decider = rule_verdict,
+          paired: bool = False) -> list[Case]:
+    return [simulate(rule, n, o, t, draws, log_sd, seed, decide, paired)
             for n in runs for o in originals for t in truths_for(o, rule)]
 
 
