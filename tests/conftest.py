@@ -99,7 +99,26 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.alone)
         elif name in PARALLEL_FILES:
             item.add_marker(pytest.mark.parallel)
-            item.add_marker(pytest.mark.xdist_group(group_of(name)))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`: each worker takes whole groups (group_of), one at a time. (An xdist_group mark
+    does not do it here: xdist 3.8 puts the group into the test's `_nodeid`, which pytest 9 no longer
+    reads, so every test was a group of its own and the swap group's files ran side by side.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ByGroup(config, log)
+
+
+def scope_of(nodeid: str) -> str:
+    """The group a test (`tests/test_x.py::test_y[z]`) is scheduled with."""
+    return group_of(Path(nodeid.split("::", 1)[0]).name)
 
 
 @pytest.fixture(scope="session")

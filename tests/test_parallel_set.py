@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ALONE_FILES, PARALLEL_FILES, SHARED_GROUPS
+from conftest import ALONE_FILES, PARALLEL_FILES, SHARED_GROUPS, scope_of
 
 TESTS = Path(__file__).resolve().parent
 # What makes a test file unsafe beside another (or another unsafe beside it), as it reads in the source.
@@ -38,6 +38,11 @@ def test_every_test_file_is_parallel_or_alone_and_not_both():
     assert sorted(PARALLEL_FILES & set(ALONE_FILES)) == []
     assert sorted((PARALLEL_FILES | set(ALONE_FILES)) - files) == []
     assert set(SHARED_GROUPS) <= PARALLEL_FILES
+
+
+def test_a_file_is_scheduled_whole_and_a_shared_group_together():
+    assert scope_of("tests/test_slurm.py::test_a[x::y]") == scope_of("tests/test_slurm.py::test_b") == "test_slurm.py"
+    assert scope_of("tests/test_memlimit.py::test_a") == scope_of("tests/test_device_guard.py::test_b[1]") == "swap"
 
 
 @pytest.mark.parametrize("name", sorted(PARALLEL_FILES - {SELF}))
