@@ -64,7 +64,6 @@ ALONE_FILES = {
     "test_study_journal.py": "the journal study measured",
     "test_study_tmpfs.py": "the tmpfs study measured in a memory limit",
     "test_studies_on_devices.py": "studies measured on device targets",
-    "test_reproduce.py": "reproduce measured, killed and run again",
     "test_settle.py": "settle's added runs measured until claims decide",
     "test_budget.py": "reproduce measured against a time budget",
     "test_signals_anywhere.py": "signals timed to land in each step of a measured run",
@@ -88,12 +87,16 @@ PAIRED_FILES = {
                      "recorded as failed, cleaned up and measured again; a cancelled job's teardown",
     "test_kill_storm.py": "signals at random moments in measured runs leave nothing of its clone behind and the "
                           "next run completes",
+    "test_reproduce.py": "the preflight's refusals, the dry-run plan, a second run of a clone refused, a full "
+                         "scratch failing one run and keeping the others, a run after a SIGKILL completing: "
+                         "its clone's mounts, ledger's cgroups and swaps checked",
 }
 # xdist groups of parallel or paired files whose tests share one thing of the machine's.
 SHARED_GROUPS = {
-    # swapon: pages of any process may go to any active swap area (the kill storm's runs include the
-    # tmpfs study's, in a memory limit with a swap file)
+    # swapon: pages of any process may go to any active swap area (the kill storm's and reproduce's runs
+    # include the tmpfs study's, in a memory limit with a swap file)
     "test_memlimit.py": "swap", "test_device_guard.py": "swap", "test_kill_storm.py": "swap",
+    "test_reproduce.py": "swap",
     # BOATLOAD_FULL=1: the fleet also measures all of ci.yaml, the tmpfs study included
     **({"test_slurm.py": "swap"} if os.environ.get("BOATLOAD_FULL") == "1" else {}),
 }
