@@ -44,10 +44,12 @@ test-native:
 	$(MAKE) -C native -j$(NATIVE_JOBS) fuzz-smoke
 
 # First the tests that neither measure nor time anything, on two workers (tests/conftest.py's
-# PARALLEL_FILES; tests sharing one thing of the machine's in an xdist group), then the measuring,
-# timing and quiet-machine ones alone, one at a time (ALONE_FILES).
+# PARALLEL_FILES; tests sharing one thing of the machine's in an xdist group), then those that measure
+# runs but time nothing and need no quiet machine, two at a time (PAIRED_FILES), then the timing and
+# quiet-machine ones alone, one at a time (ALONE_FILES).
 test-python: env worker
 	pytest -m parallel -n 2 --dist loadgroup
+	pytest -m paired -n 2 --dist loadgroup
 	pytest -m alone
 
 ## figure: rerun one study's notebook and the paper from the data already measured (STUDY=forest),

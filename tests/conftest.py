@@ -1,3 +1,4 @@
+import os
 import shutil
 import subprocess
 import tempfile
@@ -10,13 +11,15 @@ from workerlib import SHM
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "native" / "build" / "boatload-worker"
 # `make test` runs every test file on two workers (`pytest -m parallel -n 2 --dist loadgroup`) except the
-# ALONE_FILES, which then run one test at a time (`pytest -m alone`). A parallel file measures and times
+# PAIRED_FILES, which then run two at a time (`pytest -m paired -n 2 --dist loadgroup`), and the ALONE_FILES,
+# which then run one test at a time (`pytest -m alone`). A parallel file measures and times
 # nothing and keeps everything it makes its own: files under its tmp_path, its own loop devices, mounts,
 # cgroups and scratch directory, a free port. What two parallel tests cannot each have their own (the
 # kernel's swap space) is an xdist group in SHARED_GROUPS: its tests never run at the same time.
-# (Every parallel file is a group of its own otherwise: see group_of.)
-# Every test file is in exactly one of the two sets; tests/test_parallel_set.py checks that, and that
-# the source of each alone file shows what it measures or times and that of each parallel file does not.
+# (Every parallel or paired file is a group of its own otherwise: see group_of.)
+# Every test file is in exactly one of the three sets; tests/test_parallel_set.py checks that, and that
+# the source of each alone file shows what it measures or times, that of each parallel file does not, and
+# that each paired file turns the interference monitor's redo off.
 PARALLEL_FILES = {
     # arithmetic, statistics and the code's shape
     "test_audit.py", "test_intervals.py", "test_paired_intervals.py", "test_sequential.py", "test_stats.py",
@@ -61,12 +64,9 @@ ALONE_FILES = {
     "test_study_journal.py": "the journal study measured",
     "test_study_tmpfs.py": "the tmpfs study measured in a memory limit",
     "test_studies_on_devices.py": "studies measured on device targets",
-    "test_reproduce.py": "reproduce measured, killed and run again",
     "test_settle.py": "settle's added runs measured until claims decide",
     "test_budget.py": "reproduce measured against a time budget",
     "test_signals_anywhere.py": "signals timed to land in each step of a measured run",
-    "test_kill_storm.py": "signals at random moments in measured runs",
-    "test_slurm.py": "the fleet measured through SLURM, a node killed mid-run",
     "test_fresh_machine.py": "make reproduce measured in a fresh Debian root",
     "test_add_study.py": "a sixth study measured through the workflow",
     # timed assertions on the worker, the runner and the benchmarks
@@ -76,15 +76,34 @@ ALONE_FILES = {
     "test_bench.py": "bench/randio.py measured by the worker and fio",
     "test_bench_ops.py": "bench/ops.py and scale.py measured",
 }
-# xdist groups of parallel files whose tests share one thing of the machine's.
+# Files whose tests measure runs but time none and assert nothing of how quiet the machine was: what they
+# check (nothing left behind after a signal, a refusal, a node's death and its runs' record, the next run
+# completing) holds beside another test, and each keeps its clone, scratch directory, loop devices,
+# mounts, cgroups (its ledger's) and SLURM cluster its own. Each turns the interference monitor's redo off
+# in every config it runs (`"redo": 0`): a run the other test disturbs is kept and marked, never measured
+# again. Each why says what the file checks, and why another test beside it cannot change that.
+PAIRED_FILES = {
+    "test_slurm.py": "the fleet through SLURM (this machine's only cluster), a node killed mid-run: its runs "
+                     "recorded as failed, cleaned up and measured again; a cancelled job's teardown",
+    "test_kill_storm.py": "signals at random moments in measured runs leave nothing of its clone behind and the "
+                          "next run completes",
+    "test_reproduce.py": "the preflight's refusals, the dry-run plan, a second run of a clone refused, a full "
+                         "scratch failing one run and keeping the others, a run after a SIGKILL completing: "
+                         "its clone's mounts, ledger's cgroups and swaps checked",
+}
+# xdist groups of parallel or paired files whose tests share one thing of the machine's.
 SHARED_GROUPS = {
-    # swapon: pages of any process may go to any active swap area
-    "test_memlimit.py": "swap", "test_device_guard.py": "swap",
+    # swapon: pages of any process may go to any active swap area (the kill storm's and reproduce's runs
+    # include the tmpfs study's, in a memory limit with a swap file)
+    "test_memlimit.py": "swap", "test_device_guard.py": "swap", "test_kill_storm.py": "swap",
+    "test_reproduce.py": "swap",
+    # BOATLOAD_FULL=1: the fleet also measures all of ci.yaml, the tmpfs study included
+    **({"test_slurm.py": "swap"} if os.environ.get("BOATLOAD_FULL") == "1" else {}),
 }
 
 
 def group_of(name: str) -> str:
-    """The xdist group of a parallel file's tests: its shared group, else the file itself, so that its
+    """The xdist group of a parallel or paired file's tests: its shared group, else the file itself, so that its
     module-scoped fixtures (a notebook or the paper run once for the file) are made on one worker, once."""
     return SHARED_GROUPS.get(name, name)
 # What a workflow run needs from the clone; everything else it makes itself.
@@ -99,7 +118,28 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.alone)
         elif name in PARALLEL_FILES:
             item.add_marker(pytest.mark.parallel)
-            item.add_marker(pytest.mark.xdist_group(group_of(name)))
+        elif name in PAIRED_FILES:
+            item.add_marker(pytest.mark.paired)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`: each worker takes whole groups (group_of), one at a time. (An xdist_group mark
+    does not do it here: xdist 3.8 puts the group into the test's `_nodeid`, which pytest 9 no longer
+    reads, so every test was a group of its own and the swap group's files ran side by side.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid)
+
+    return ByGroup(config, log)
+
+
+def scope_of(nodeid: str) -> str:
+    """The group a test (`tests/test_x.py::test_y[z]`) is scheduled with."""
+    return group_of(Path(nodeid.split("::", 1)[0]).name)
 
 
 @pytest.fixture(scope="session")

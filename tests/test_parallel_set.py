@@ -1,9 +1,12 @@
 """`make test` runs every test file on two workers except tests/conftest.py's
-ALONE_FILES, which run one test at a time after. Every file is in one set, and
-the sets follow the source: an alone file shows a sign of measuring or timing
-something, a parallel file shows none. (Each parallel test keeps its own
-scratch directory, loop devices, mounts, cgroups and port; what they cannot
-each own, the kernel's swap space, is an xdist group in SHARED_GROUPS.)"""
+PAIRED_FILES, which run two at a time after, and ALONE_FILES, which run one
+test at a time last. Every file is in one set, and the sets follow the source:
+an alone file shows a sign of measuring or timing something, a parallel file
+shows none, and a paired file measures runs but watches nothing of the
+machine and turns the interference monitor's redo off. (Each parallel or
+paired test keeps its own scratch directory, loop devices, mounts, cgroups and
+port; what they cannot each own, the kernel's swap space, is an xdist group in
+SHARED_GROUPS.)"""
 from __future__ import annotations
 
 import re
@@ -11,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ALONE_FILES, PARALLEL_FILES, SHARED_GROUPS
+from conftest import ALONE_FILES, PAIRED_FILES, PARALLEL_FILES, SHARED_GROUPS, scope_of
 
 TESTS = Path(__file__).resolve().parent
 # What makes a test file unsafe beside another (or another unsafe beside it), as it reads in the source.
@@ -25,6 +28,10 @@ SIGNS = {
 }
 # A swap area takes any process's pages, whichever test turned it on.
 SWAPS = r"\(\s*\[?\"swapon\"|\bmemory_limit\(|\bsetup_swap\("
+# ... and so does a run of the tmpfs study (its memory limit comes with a swap file): a config keeping it.
+RUNS_TMPFS_STUDY = r"\bin \([^)]*\"tmpfs\"[^)]*\)"
+# A paired file's configs: a run the other test disturbs is kept and marked, never measured again.
+REDO_OFF = r"[\"']redo[\"']:\s*0\b"
 SELF = Path(__file__).name  # holds the signs it looks for
 
 
@@ -32,12 +39,18 @@ def signs(source: str) -> list[str]:
     return [why for why, pattern in SIGNS.items() if re.search(pattern, source)]
 
 
-def test_every_test_file_is_parallel_or_alone_and_not_both():
+def test_every_test_file_is_in_exactly_one_set():
     files = {p.name for p in TESTS.glob("test_*.py")}
-    assert sorted(files - PARALLEL_FILES - set(ALONE_FILES)) == []
-    assert sorted(PARALLEL_FILES & set(ALONE_FILES)) == []
-    assert sorted((PARALLEL_FILES | set(ALONE_FILES)) - files) == []
-    assert set(SHARED_GROUPS) <= PARALLEL_FILES
+    sets = [PARALLEL_FILES, set(PAIRED_FILES), set(ALONE_FILES)]
+    assert sorted(files - set().union(*sets)) == []
+    assert sorted(set().union(*sets) - files) == []
+    assert sum(len(s) for s in sets) == len(set().union(*sets)), "a file in two sets"
+    assert set(SHARED_GROUPS) <= PARALLEL_FILES | set(PAIRED_FILES)
+
+
+def test_a_file_is_scheduled_whole_and_a_shared_group_together():
+    assert scope_of("tests/test_slurm.py::test_a[x::y]") == scope_of("tests/test_slurm.py::test_b") == "test_slurm.py"
+    assert scope_of("tests/test_memlimit.py::test_a") == scope_of("tests/test_device_guard.py::test_b[1]") == "swap"
 
 
 @pytest.mark.parametrize("name", sorted(PARALLEL_FILES - {SELF}))
@@ -48,6 +61,21 @@ def test_a_parallel_file_measures_and_times_nothing(name):
 @pytest.mark.parametrize("name", sorted(PARALLEL_FILES - {SELF}))
 def test_a_parallel_file_that_turns_swap_on_is_in_the_swap_group(name):
     if re.search(SWAPS, (TESTS / name).read_text(encoding="utf-8")):
+        assert SHARED_GROUPS.get(name) == "swap"
+
+
+@pytest.mark.parametrize("name", sorted(PAIRED_FILES))
+def test_a_paired_file_measures_watches_nothing_and_redoes_nothing(name):
+    source = (TESTS / name).read_text(encoding="utf-8")
+    assert "measures a study or workflow" in signs(source), f"{name}: {PAIRED_FILES[name]}: why not parallel?"
+    assert "watches the machine" not in signs(source)
+    assert re.search(REDO_OFF, source), f"{name}: a config without interference redo 0"
+
+
+@pytest.mark.parametrize("name", sorted(PAIRED_FILES))
+def test_a_paired_file_that_turns_swap_on_is_in_the_swap_group(name):
+    source = (TESTS / name).read_text(encoding="utf-8")
+    if re.search(SWAPS, source) or re.search(RUNS_TMPFS_STUDY, source):
         assert SHARED_GROUPS.get(name) == "swap"
 
 
@@ -69,3 +97,7 @@ def test_the_signs_are_caught():
     assert signs("def test_x(tmp_path, worker):\n    assert 1\n") == []
     assert re.search(SWAPS, 'sh("swapon", dev)\n') and re.search(SWAPS, "with memory_limit(64, 128, scratch):\n")
     assert not re.search(SWAPS, 'tools = {"mkswap", "swapon"}\n')
+    assert re.search(RUNS_TMPFS_STUDY, 'config["studies"] = {n: s[n] for n in ("forest", "tmpfs")}\n')
+    assert not re.search(RUNS_TMPFS_STUDY, 'mount("-t", "tmpfs")\n')
+    assert re.search(REDO_OFF, 'config["interference"] = {"redo": 0}\n')
+    assert not re.search(REDO_OFF, 'config["interference"] = {"redo": 2}\n')
