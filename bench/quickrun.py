@@ -7,8 +7,8 @@ Per study, from the raw results in CLONE/data/runs/<host>/ (every host there):
 runs, seconds a run (each raw result's `started_at` to `finished_at`), the
 share of that in timed phases (the interference monitor's phase seconds) and
 the runs redone; the span from the first run's start to the last run's end.
-From CLONE/results/tables/<study>-summary.json: the claims tested (the words of
-boatload.analysis.verdict.UNTESTABLE are out), decided (verdict.DECIDED), each
+From CLONE/results/tables/<study>-summary.json: the claims tested (those
+verdict.claims_tested keeps), decided (verdict.DECIDED), each
 word's count, the median width of the claims' intervals (high ÷ low) and the
 known answers the calibration study got right.
 """
@@ -23,7 +23,7 @@ from collections import Counter, defaultdict
 from datetime import datetime
 from pathlib import Path
 
-from boatload.analysis.verdict import DECIDED, UNTESTABLE
+from boatload.analysis.verdict import DECIDED, claims_tested
 
 KNOWN = "calibration"  # the study of known answers: its claims are not the originals'
 
@@ -72,9 +72,7 @@ def verdicts(clone: Path) -> dict:
         if study == KNOWN:
             known.update(v.get("answer") for v in summary.get("verdicts") or [])
             continue
-        for v in summary.get("verdicts") or []:
-            if v.get("verdict") in UNTESTABLE:
-                continue
+        for v in claims_tested(summary.get("verdicts") or []):
             tested[study] += 1
             decided[study] += v.get("verdict") in DECIDED
             words[v.get("verdict")] += 1

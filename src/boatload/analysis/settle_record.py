@@ -117,9 +117,7 @@ def decided_so_far(results: str | Path, runs_dir: str | Path) -> tuple[int, int]
             entries = json.loads(summary.read_text(encoding="utf-8")).get("verdicts") or []
         except (OSError, ValueError):
             continue
-        for entry in entries:
-            if not isinstance(entry, dict) or entry.get("verdict") in verdict.UNTESTABLE:
-                continue
+        for entry in verdict.claims_tested(entries):
             carried = record["claims"].get(claim_key(study, entry)) if "claim" in entry else None
             tested += 1
             decided += carried["decided"] if carried is not None else entry.get("verdict") in verdict.DECIDED

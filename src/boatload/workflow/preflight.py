@@ -252,6 +252,11 @@ def analysis_seconds(results: Path, name: str) -> float:
         return ANALYSIS_ESTIMATE_S
 
 
+def tail_seconds(results: Path, names: list[str]) -> float:
+    """Seconds after the last measurement: each study's analysis again, then the paper."""
+    return PAPER_ESTIMATE_S + sum(analysis_seconds(results, n) for n in names)
+
+
 def estimates(runs: list[plan.Run], runs_dir: Path) -> dict[tuple, float]:
     """Seconds per run: as measured here before where there is a record, else the study's model."""
     before = history(runs_dir)

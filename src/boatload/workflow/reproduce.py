@@ -27,7 +27,7 @@ from boatload.workflow import plan
 from boatload.measure import procfs
 from boatload.analysis import settle_record
 from boatload.studies.config import ConfigError, load, validate
-from boatload.workflow.preflight import PAPER_ESTIMATE_S, analysis_seconds, estimates
+from boatload.workflow.preflight import estimates, tail_seconds
 from boatload.base.system import hostname
 
 PDF = Path("results/paper/paper.pdf")
@@ -138,7 +138,7 @@ class Progress:
         self.pending_of = {h: plan.pending(everything, str(root / "data" / "runs" / h)) for h in self.hosts}
         self.pending = [r for h in self.hosts for r in self.pending_of[h]]
         self.estimate = estimates(self.pending_of[self.hosts[0]], root / "data" / "runs" / self.hosts[0])
-        self.analysis_s = PAPER_ESTIMATE_S + sum(analysis_seconds(root / "results", n) for n in plan.studies(config))
+        self.analysis_s = tail_seconds(root / "results", plan.studies(config))
         self.root = root
         # the claims the analyses so far decided (none before the first): fixed for this Snakemake,
         # which measures and analyses, while the looks between two of them decide

@@ -23,7 +23,7 @@ from boatload.workflow import plan
 from boatload.analysis import settle_record
 from boatload.studies.config import ConfigError, load
 from boatload.analysis.intervals import mann_whitney_rank
-from boatload.workflow.preflight import PAPER_ESTIMATE_S, analysis_seconds, estimates
+from boatload.workflow.preflight import analysis_seconds, estimates, tail_seconds
 from boatload.workflow.reproduce import main as reproduce
 from boatload.analysis.sequential import Design
 from boatload.studies import study
@@ -310,8 +310,7 @@ def budgeted(configfile: str, studies: list[str] | None = None) -> int:
     if so_far := settle_record.decided_so_far("results", runs_dir):
         _say(f"the first rounds decided {so_far[0]} of {so_far[1]} claims tested")
     # kept for the paper: each study's analysis again (the looks' verdicts) and the paper itself
-    tail_s = PAPER_ESTIMATE_S + sum(analysis_seconds(Path("results"), n) for n in names)
-    left = minutes - (time.monotonic() - started) / 60.0 - tail_s / 60.0
+    left = minutes - (time.monotonic() - started) / 60.0 - tail_seconds(Path("results"), names) / 60.0
     status = main(configfile, left, studies=studies, budget=True)
     if status != 0:
         return status
