@@ -27,6 +27,7 @@ from pathlib import Path
 
 from boatload.studies import config as config_mod
 from boatload.workflow import plan
+from quickrun import timed_seconds  # bench/ is this script's first sys.path entry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,10 +41,6 @@ def one_per_target(runs: list[plan.Run]) -> list[plan.Run]:
     return out
 
 
-def timed_s(doc: dict) -> float:
-    return sum(p.get("seconds") or 0.0 for p in doc["interference"]["phases"])
-
-
 def measure(run: plan.Run, out_dir: Path) -> tuple[float, float, dict | None, int]:
     out = out_dir / f"{run.study}-{run.target}-{run.point}.json"
     start = time.monotonic()
@@ -53,7 +50,7 @@ def measure(run: plan.Run, out_dir: Path) -> tuple[float, float, dict | None, in
     if proc.returncode != 0 or not out.exists():
         sys.exit(f"bench/overhead.py: {run.key} failed: {proc.stderr.strip()[-400:]}")
     doc = json.loads(out.read_text())
-    return wall, timed_s(doc), doc.get("seconds"), len(doc["interference"]["redone"])
+    return wall, timed_seconds(doc), doc.get("seconds"), len(doc["interference"]["redone"])
 
 
 def mean_or_dash(values: list[float | None]) -> str:

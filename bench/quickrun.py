@@ -5,8 +5,13 @@
 
 Per study, from the raw results in CLONE/data/runs/<host>/ (every host there):
 runs, seconds a run (each raw result's `started_at` to `finished_at`), the
-share of that in timed phases (the interference monitor's phase seconds) and
-the runs redone; the span from the first run's start to the last run's end.
+share of that in timed phases (the measured phases of the run's interference
+record: the worker's and a peer tool's) and
+the runs redone (the interference monitor measured them again after a passing
+load) and kept disturbed by a constant load; the span from the first run's start to the last run's end;
+the median of the points' spread (the `cv` column of CLONE/results/tables/<study>.csv,
+each point's coefficient of variation across its runs), which tells a run on a
+noisy host from one on a quiet host.
 From CLONE/results/tables/<study>-summary.json: the claims tested (those
 verdict.claims_tested keeps), decided (verdict.DECIDED), each
 word's count, the median width of the claims' intervals (high ÷ low) and the
@@ -16,6 +21,7 @@ known answers the calibration study got right.
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import statistics
 import sys
@@ -32,20 +38,15 @@ def _when(stamp: str) -> datetime:
     return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
 
 
-def timed_seconds(node) -> float:
-    """The timed phase seconds in a raw result: each phase the interference monitor watched."""
-    if isinstance(node, dict):
-        watched = node.get("interference")
-        if isinstance(watched, dict) and isinstance(node.get("seconds"), (int, float)) and watched.get("measured", True):
-            return float(watched.get("seconds", node["seconds"]))
-        return sum(timed_seconds(v) for v in node.values())
-    if isinstance(node, list):
-        return sum(timed_seconds(v) for v in node)
-    return 0.0
+def timed_seconds(doc: dict) -> float:
+    """A raw result's timed seconds: the measured phases of its interference record (the worker's and a
+    peer tool's alike). bench/overhead.py counts the same."""
+    phases = (doc.get("interference") or {}).get("phases") or []
+    return sum(p.get("seconds") or 0.0 for p in phases if p.get("measured", True))
 
 
 def runs_table(clone: Path) -> dict:
-    """{study: {runs, wall, timed, redone}} and the span of the runs, over every host's raw results."""
+    """{study: {runs, wall, timed, redone, constant}} and the span of the runs, over every host's raw results."""
     studies: dict[str, Counter] = defaultdict(Counter)
     first = last = None
     for raw in sorted(clone.glob("data/runs/*/*/*/*/rep*.json")):
@@ -57,10 +58,21 @@ def runs_table(clone: Path) -> dict:
         row = studies[raw.parts[-4]]
         row["runs"] += 1
         row["wall"] += (end - start).total_seconds()
-        row["timed"] += timed_seconds(doc.get("result")) or float((doc.get("result") or {}).get("seconds") or 0.0)
-        redone = doc.get("redone") or []
-        row["redone"] += len(redone) if isinstance(redone, list) else int(redone)
+        row["timed"] += timed_seconds(doc)
+        watched = doc.get("interference") or {}
+        row["redone"] += len(watched.get("redone") or [])
+        row["constant"] += watched.get("disturbance") == "constant"
     return {"studies": dict(studies), "span": (last - first).total_seconds() if first else 0.0}
+
+
+def median_spread(clone: Path, study: str) -> float | None:
+    """The median of the study's points' coefficients of variation (its tidy table's `cv`), or None."""
+    table = clone / "results" / "tables" / f"{study}.csv"
+    if not table.is_file():
+        return None
+    with table.open(newline="") as f:
+        cvs = [float(r["cv"]) for r in csv.DictReader(f) if r.get("cv") not in (None, "", "nan", "NaN")]
+    return statistics.median(cvs) if cvs else None
 
 
 def verdicts(clone: Path) -> dict:
@@ -84,15 +96,18 @@ def verdicts(clone: Path) -> dict:
 
 def report(clone: Path) -> str:
     runs, claims = runs_table(clone), verdicts(clone)
-    lines = [f"{clone}", f"{'study':<12} {'runs':>5} {'s a run':>8} {'timed':>6} {'wall s':>7} {'redone':>6}"]
+    lines = [f"{clone}", f"{'study':<12} {'runs':>5} {'s a run':>8} {'timed':>6} {'wall s':>7} {'redone':>6} {'kept':>4} {'spread':>7}"]
     total = Counter()
     for study, row in sorted(runs["studies"].items()):
         total.update(row)
+        spread = median_spread(clone, study)
         lines.append(f"{study:<12} {row['runs']:>5} {row['wall'] / row['runs']:>8.2f} "
-                     f"{100 * row['timed'] / row['wall']:>5.0f}% {row['wall']:>7.0f} {row['redone']:>6}")
+                     f"{100 * row['timed'] / row['wall']:>5.0f}% {row['wall']:>7.0f} {row['redone']:>6} {row['constant']:>4} "
+                     + (f"{100 * spread:>6.1f}%" if spread is not None else f"{'-':>7}"))
     if total["runs"]:
         lines.append(f"{'all':<12} {total['runs']:>5} {total['wall'] / total['runs']:>8.2f} "
-                     f"{100 * total['timed'] / total['wall']:>5.0f}% {total['wall']:>7.0f} {total['redone']:>6}"
+                     f"{100 * total['timed'] / total['wall']:>5.0f}% {total['wall']:>7.0f} {total['redone']:>6} "
+                     f"{total['constant']:>4}"
                      f"   (first run's start to last run's end: {runs['span']:.0f} s)")
     tested, decided = sum(claims["tested"].values()), sum(claims["decided"].values())
     by_study = ", ".join(f"{s} {claims['decided'][s]} of {n}" for s, n in sorted(claims["tested"].items()))
