@@ -71,7 +71,7 @@ lab: env
 bootstrap:
 	@sh scripts/bootstrap.sh $(BOOTSTRAP_FOR)
 
-env: $(VENV)/.synced
+env: $(VENV)/.synced $(VENV)/.compiled
 
 $(VENV)/.synced: pyproject.toml uv.lock | bootstrap
 	@command -v uv >/dev/null 2>&1 || python3 -m uv --version >/dev/null 2>&1 || \
@@ -79,6 +79,13 @@ $(VENV)/.synced: pyproject.toml uv.lock | bootstrap
 	# --compile-bytecode: the .pyc files now, not at each first import (and never,
 	# where PYTHONDONTWRITEBYTECODE is set: then every Snakemake took 4 s more)
 	$(UV) sync --frozen --compile-bytecode
+	@touch $@
+
+# boatload's own modules compiled too (uv compiles the locked packages, not the project it installs
+# editable): where PYTHONDONTWRITEBYTECODE is set, every `boatload run` process compiled them again.
+# Again for each module changed since; an edit without `make env` is compiled in memory, as before.
+$(VENV)/.compiled: $(VENV)/.synced $(shell find src -name '*.py' 2>/dev/null)
+	python -m compileall -q src
 	@touch $@
 
 worker: | bootstrap
