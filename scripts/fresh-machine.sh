@@ -15,7 +15,8 @@
 # After the command, whatever still runs in the namespace is killed, and what
 # a run of it could have left on the host is checked: loop devices backed by
 # files under DIR (or the run's private /dev/shm), swap files under DIR,
-# mounts under DIR/boatload, new boatload-* cgroups whose creator is gone. If
+# mounts under DIR/boatload, cgroups the run's ledger records that still
+# exist (not any new boatload-* cgroup: other runs on the host make their own). If
 # the command failed or anything is left, `boatload cleanup --force` runs in
 # the root before the script leaves (and, should that not be enough,
 # swapoff/losetup -d from the host for what is under DIR).
@@ -177,19 +178,23 @@ others_in_ns() {  # every process in this mount namespace but this shell
         [ "$p" != "$$" ] && [ "$p" != "$BASHPID" ] && [ "$(readlink "/proc/$p/ns/mnt" 2>/dev/null)" = "$ns" ] && echo "$p"
     done
 }
-cgroups() { find /sys/fs/cgroup -maxdepth 4 -type d -name 'boatload-*' 2>/dev/null | sort; }
-cgroups_before=$(cgroups)
+# The cgroups the run made: its scratch directories' ledgers (results/scratch in
+# the clone) record each before it is made, one compact JSON object a line
+# (boatload.provision.ledger), its path as the root sees it (/sys is the host's).
+cgroups_made() {
+    find "$root/boatload/results" -name ledger.jsonl -type f 2>/dev/null | while read -r ledger; do
+        grep '"op":"create"' "$ledger" | grep '"kind":"cgroup"' | sed -n 's/.*"path":"\([^"]*\)".*/\1/p'
+    done | sort -u
+}
 leftovers() {
     # loop devices whose image is under the root (its private /dev/shm included)
     losetup --list --noheadings --raw --output NAME,BACK-FILE 2>/dev/null \
         | awk -v r="$root/" 'index($2, r) == 1 { print "loop device " $1 " on " $2 }'
     awk -v r="$root/" 'NR > 1 && index($1, r) == 1 { print "swap " $1 }' /proc/swaps
     awk -v r="$root/boatload/" 'index($5, r) == 1 { print "mount " $5 }' /proc/self/mountinfo
-    local c pid
-    for c in $(comm -13 <(echo "$cgroups_before") <(cgroups)); do
-        pid=$(basename "$c" | sed -n 's/^boatload-\([0-9]*\)-.*/\1/p')
-        [ -n "$pid" ] && [ -d "/proc/$pid" ] && continue  # a live run, not one of ours
-        echo "cgroup $c"
+    local c
+    for c in $(cgroups_made); do
+        [ -d "$c" ] && echo "cgroup $c"
     done
 }
 

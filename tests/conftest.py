@@ -16,7 +16,8 @@ WORKER = ROOT / "native" / "build" / "boatload-worker"
 # nothing and keeps everything it makes its own: files under its tmp_path, its own loop devices, mounts,
 # cgroups and scratch directory, a free port. What two parallel tests cannot each have their own (the
 # kernel's swap space) is an xdist group in SHARED_GROUPS: its tests never run at the same time.
-# (Every parallel or paired file is a group of its own otherwise: see group_of.)
+# (Every parallel or paired file is a group of its own otherwise: see group_of; SHARED_TESTS puts only some
+# tests of a file into a shared group.)
 # Every test file is in exactly one of the three sets; tests/test_parallel_set.py checks that, and that
 # the source of each alone file shows what it measures or times, that of each parallel file does not, and
 # that each paired file turns the interference monitor's redo off.
@@ -65,10 +66,7 @@ ALONE_FILES = {
     "test_study_tmpfs.py": "the tmpfs study measured in a memory limit",
     "test_studies_on_devices.py": "studies measured on device targets",
     "test_settle.py": "settle's added runs measured until claims decide",
-    "test_budget.py": "reproduce measured against a time budget",
     "test_signals_anywhere.py": "signals timed to land in each step of a measured run",
-    "test_fresh_machine.py": "make reproduce measured in a fresh Debian root",
-    "test_add_study.py": "a sixth study measured through the workflow",
     # timed assertions on the worker, the runner and the benchmarks
     "test_worker.py": "how soon a signal stops the worker",
     "test_worker_io.py": "a timed phase lasting its duration",
@@ -78,10 +76,11 @@ ALONE_FILES = {
 }
 # Files whose tests measure runs but time none and assert nothing of how quiet the machine was: what they
 # check (nothing left behind after a signal, a refusal, a node's death and its runs' record, the next run
-# completing) holds beside another test, and each keeps its clone, scratch directory, loop devices,
-# mounts, cgroups (its ledger's) and SLURM cluster its own. Each turns the interference monitor's redo off
-# in every config it runs (`"redo": 0`): a run the other test disturbs is kept and marked, never measured
-# again. Each why says what the file checks, and why another test beside it cannot change that.
+# completing, what a run made and published) holds beside another test, and each keeps its clone, scratch
+# directory, loop devices, mounts, cgroups (its ledger's), Debian root and SLURM cluster its own. Each turns
+# the interference monitor's redo off in every config it runs (`"redo": 0`): a run the other test disturbs is
+# kept and marked, never measured again. Each why says what the file checks, and why another test beside it
+# cannot change that.
 PAIRED_FILES = {
     "test_slurm.py": "the fleet through SLURM (this machine's only cluster), a node killed mid-run: its runs "
                      "recorded as failed, cleaned up and measured again; a cancelled job's teardown",
@@ -90,15 +89,32 @@ PAIRED_FILES = {
     "test_reproduce.py": "the preflight's refusals, the dry-run plan, a second run of a clone refused, a full "
                          "scratch failing one run and keeping the others, a run after a SIGKILL completing: "
                          "its clone's mounts, ledger's cgroups and swaps checked",
+    "test_fresh_machine.py": "make reproduce in a fresh Debian root: what bootstrap installed, the paper, the "
+                             "runs, and nothing of the run's own left on the host (loop devices, swaps and mounts "
+                             "of its root, the cgroups its ledger records)",
+    "test_budget.py": "a time budget of 3 s, spent by the first rounds (the sooner beside another test): no "
+                      "look's runs chosen, the paper made, a second run doing nothing",
+    "test_add_study.py": "a sixth study's four files and config line: its runs' rows and columns, its notebook, "
+                         "paper section, audit lines and blog page (its memory limit has no swap)",
 }
 # xdist groups of parallel or paired files whose tests share one thing of the machine's.
 SHARED_GROUPS = {
-    # swapon: pages of any process may go to any active swap area (the kill storm's and reproduce's runs
-    # include the tmpfs study's, in a memory limit with a swap file)
+    # swapon: pages of any process may go to any active swap area (the kill storm's, reproduce's and the
+    # fresh machine's runs include the tmpfs study's, in a memory limit with a swap file)
     "test_memlimit.py": "swap", "test_device_guard.py": "swap", "test_kill_storm.py": "swap",
-    "test_reproduce.py": "swap",
-    # BOATLOAD_FULL=1: the fleet also measures all of ci.yaml, the tmpfs study included
-    **({"test_slurm.py": "swap"} if os.environ.get("BOATLOAD_FULL") == "1" else {}),
+    "test_fresh_machine.py": "swap",  # (and two of test_reproduce's: SHARED_TESTS)
+    # BOATLOAD_FULL=1: the fleet and the sixth study also measure all of ci.yaml, the tmpfs study included
+    **({"test_slurm.py": "swap", "test_add_study.py": "swap"} if os.environ.get("BOATLOAD_FULL") == "1" else {}),
+}
+
+
+# Tests of a paired file that share a group while the file's other tests need not: those keep the file's own
+# group (and may run beside the shared group's tests). Only for a file without module-scoped fixtures.
+SHARED_TESTS = {
+    # its killed run and its refused second Snakemake run the tmpfs study (small_config); its preflight
+    # refusals, its dry run and its full scratch (forest alone) turn no swap on
+    "test_reproduce.py::test_sigkill_mid_measurement_then_clean_mounts_then_reproduce_completes": "swap",
+    "test_reproduce.py::test_a_second_bare_snakemake_is_refused_naming_the_first": "swap",
 }
 
 
@@ -139,7 +155,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 def scope_of(nodeid: str) -> str:
     """The group a test (`tests/test_x.py::test_y[z]`) is scheduled with."""
-    return group_of(Path(nodeid.split("::", 1)[0]).name)
+    path, _, test = nodeid.partition("::")
+    name = Path(path).name
+    return SHARED_TESTS.get(f"{name}::{test.split('[', 1)[0]}") or group_of(name)
 
 
 @pytest.fixture(scope="session")

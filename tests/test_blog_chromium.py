@@ -9,11 +9,14 @@ shown in an iframe exactly `width` px wide on a host page (in a window at
 least 500 px wide). The pages carry no script, so the measuring runs in a
 copy of each page with one probe script added at its end; it posts what it
 measured to the host page, which writes it into its DOM for `chromium
---dump-dom` to print. A screenshot shows the host page: the page in its
-iframe, `width` px wide, at its left edge."""
+--dump-dom` to print (one Chromium measures every page at every width, each
+in its own iframe, one under the other, all in the window). A screenshot
+shows the host page: the page in its iframe, `width` px wide, at its left
+edge."""
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import shutil
@@ -61,6 +64,27 @@ HOST = """<!DOCTYPE html>
 """
 
 
+# Several pages at once, each in its iframe: a frame's probe posts what it measured, which the host page keeps in
+# a <pre> of the frame's number (the listener is there before the first frame: a small page may post before
+# the host page has parsed the frames after it).
+FRAMES = """<!DOCTYPE html>
+<html><head><meta charset="utf-8"><script>window.addEventListener('message', e => {{
+  for (const f of document.querySelectorAll('iframe')) {{
+    if (f.contentWindow !== e.source) continue;
+    const pre = document.createElement('pre');
+    pre.id = 'probe-' + f.dataset.n;
+    pre.style.display = 'none';
+    pre.textContent = e.data;
+    document.documentElement.appendChild(pre);
+  }}
+}});</script></head><body style="margin: 0; background: #ddd">
+{frames}
+</body></html>
+"""
+FRAME = ('<iframe data-n="{n}" src="{src}" style="border: 0; display: block; background: white; width: {width}px; '
+         'height: {height}px"></iframe>')
+
+
 def host_page(page: Path, width: int, tmp: Path, name: str) -> Path:
     host = tmp / f"{name}-{width}.host.html"
     host.write_text(HOST.format(src=page.as_uri(), width=width, height=HEIGHT))
@@ -97,24 +121,35 @@ def pages(forest_fixture_run, tmp_path_factory) -> dict[str, Path]:
     return {p.stem: p for p in blog.build_blog(results, out)}
 
 
-def measure(page: Path, width: int, tmp: Path) -> dict:
-    probe = tmp / f"{page.stem}-{width}.probe.html"
-    probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
-    host = host_page(probe, width, tmp, page.stem)
-    done = headless(window(width), "--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom",
-                    host.as_uri())
-    found = re.search(r'<pre id="probe">(.+?)</pre>', done.stdout, re.DOTALL)
-    assert found, f"no probe in chromium's DOM (exit {done.returncode}): {done.stderr[-2000:]}"
-    import html
+def measure_all(pages: list[Path], widths, tmp: Path) -> dict[tuple[Path, int], dict]:
+    """What PROBE measured in each page at each width, in one Chromium (each start costs most of a second):
+    the window as wide as the widest frame and tall enough to show every frame, none off screen."""
+    cases = [(page, width) for page in pages for width in widths]
+    frames = []
+    for n, (page, width) in enumerate(cases):
+        probe = tmp / f"{page.stem}-{width}.probe.html"
+        probe.write_text(page.read_text().replace("</body>", PROBE + "</body>"))
+        frames.append(FRAME.format(n=n, src=probe.as_uri(), width=width, height=HEIGHT))
+    host = tmp / "probes.host.html"
+    host.write_text(FRAMES.format(frames="\n".join(frames)))
+    done = headless(f"--window-size={max(*widths, MIN_WINDOW)},{HEIGHT * len(cases)}",
+                    "--allow-file-access-from-files", "--virtual-time-budget=5000", "--dump-dom", host.as_uri())
+    found = dict(re.findall(r'<pre id="probe-(\d+)"[^>]*>(.+?)</pre>', done.stdout, re.DOTALL))
+    missing = [(page.name, width) for n, (page, width) in enumerate(cases) if str(n) not in found]
+    assert not missing, f"no probe in chromium's DOM for {missing} (exit {done.returncode}): {done.stderr[-2000:]}"
+    return {case: json.loads(html.unescape(found[str(n)])) for n, case in enumerate(cases)}
 
-    return json.loads(html.unescape(found.group(1)))
+
+def measure(page: Path, width: int, tmp: Path) -> dict:
+    return measure_all([page], [width], tmp)[(page, width)]
 
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_pages_fit_the_window_and_show_every_figure(pages, width, tmp_path):
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    measured = measure_all(list(pages.values()), [width], tmp_path)
     for study, page in pages.items():
-        m = measure(page, width, tmp_path)
+        m = measured[(page, width)]
         # the window really was this wide (a browser with a minimum window width would make this test moot)
         assert m["innerWidth"] == width, m
         assert m["scrollWidth"] <= m["clientWidth"], (study, width, m["wide"])

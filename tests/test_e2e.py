@@ -69,8 +69,13 @@ def snakemake(workdir, *args, **kwargs):
 def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir, tmp_path):
     config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())
     forest = config["studies"]["forest"]
+    # config/ci.yaml but for the preflight's sample of the machine's load (3 s before each plan with runs to
+    # measure, a dry run's too): tests/test_machineload.py tests it; this test checks each run's own quiet
+    config["interference"] = {"preflight_sample_s": 0}
+    (workdir / "config" / "e2e.yaml").write_text(yaml.safe_dump(config))
+    configfile = "config/e2e.yaml"
 
-    plan = snakemake(workdir, "--configfile", "config/ci.yaml", "--dry-run")
+    plan = snakemake(workdir, "--configfile", configfile, "--dry-run")
     assert plan.returncode == 0, plan.stderr
     # Every study's every job is planned.
     all_jobs = sum(len(study(name).jobs(config)) for name in NAMES if name in config["studies"])
@@ -81,7 +86,7 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir, tmp_path):
     planned_scale = len(forest["targets"]) * len(forest["scale_files"]) * config["repetitions"]
     assert planned_scale > 0
 
-    first = snakemake(workdir, "--configfile", "config/ci.yaml")
+    first = snakemake(workdir, "--configfile", configfile)
     assert first.returncode == 0, first.stderr[-4000:]
     assert ours_left(workdir) == []
 
@@ -170,23 +175,22 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir, tmp_path):
     assert outside(pdf) == []
     # Every study's blog page fits a 1280 and a 420 px window with its figures shown.
     if shutil.which("chromium"):
-        from test_blog_chromium import WIDTHS, measure
+        from test_blog_chromium import WIDTHS, measure_all
 
         probes = workdir / "chromium"
         probes.mkdir()
         pages = sorted((workdir / "results" / "blog").glob("*.html"))
         assert {p.stem for p in pages} == set(NAMES)
-        for page in pages:
-            for width in WIDTHS:
-                m = measure(page, width, probes)
-                assert m["scrollWidth"] <= m["clientWidth"] and m["wide"] == [], (page.name, width, m["wide"])
-                assert m["figures"] and all(w >= 100 and h >= 50 for w, h in m["figures"]), (page.name, width)
+        for (page, width), m in measure_all(pages, WIDTHS, probes).items():
+            assert m["innerWidth"] == width, (page.name, width, m)
+            assert m["scrollWidth"] <= m["clientWidth"] and m["wide"] == [], (page.name, width, m["wide"])
+            assert m["figures"] and all(w >= 100 and h >= 50 for w, h in m["figures"]), (page.name, width)
 
     # `snakemake --report`: one HTML report with every study's figures and table under the study's name.
-    check_report(workdir, list(NAMES), "--configfile", "config/ci.yaml")
+    check_report(workdir, list(NAMES), "--configfile", configfile)
 
     start = time.monotonic()
-    second = snakemake(workdir, "--configfile", "config/ci.yaml")
+    second = snakemake(workdir, "--configfile", configfile)
     elapsed = time.monotonic() - start
     assert second.returncode == 0
     assert "Nothing to be done" in second.stdout + second.stderr
@@ -199,7 +203,7 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir, tmp_path):
     gone = [sorted((host / "forest").rglob("rep1.json"))[0], host / "forest.parquet"]
     for i, path in enumerate(gone):
         path.rename(tmp_path / f"aside{i}")
-    plan = snakemake(workdir, "--configfile", "config/ci.yaml", "--dry-run")
+    plan = snakemake(workdir, "--configfile", configfile, "--dry-run")
     for i, path in enumerate(gone):
         (tmp_path / f"aside{i}").rename(path)
     assert plan.returncode == 0, plan.stderr
@@ -210,7 +214,7 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir, tmp_path):
     # One figure: only that study's notebook, its blog page and the paper run again.
     before = pdf.stat().st_mtime_ns
     figure = subprocess.run(
-        [sys.executable, "-m", "boatload.workflow.cli", "figure", "forest", "--configfile", "config/ci.yaml"],
+        [sys.executable, "-m", "boatload.workflow.cli", "figure", "forest", "--configfile", configfile],
         cwd=workdir, capture_output=True, text=True,
     )
     assert figure.returncode == 0, figure.stderr[-3000:]
@@ -228,6 +232,7 @@ def test_ctrl_c_mid_run_leaves_no_mount_or_loop_device(workdir):
     config["studies"]["forest"].update(shape=[50, 1000], methods=["touch-each"], targets=["ext4"], time_cap_s=120,
                                        scale_files=[])
     config["studies"] = {"forest": config["studies"]["forest"]}
+    config["interference"] = {"preflight_sample_s": 0}  # no 3 s sample of the machine's load before it starts
     (workdir / "config" / "slow.yaml").write_text(yaml.safe_dump(config))
     proc = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", "config/slow.yaml"],

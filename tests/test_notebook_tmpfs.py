@@ -297,6 +297,41 @@ def test_ext3_and_tmpfs_on_one_modelled_disk_pair_with_each_other(fixture_runs, 
     assert "not on the model" not in text and "compare a disk of 2008 with this machine" not in text
 
 
+def test_the_paper_says_what_the_sequential_read_sent_the_modelled_disk(fixture_runs, tmp_path):
+    """What a modelled disk's per-phase counts (tests/test_tmpfs_model_requests.py) come to in the notebook
+    (medians over the worker's runs) and in the paper, beside ext3's sequential read rate on the model."""
+    ext3 = fixture_runs.filter(pl.col("target") == "ext3").with_columns(
+        pl.lit("ext3-hdd").alias("target"), pl.lit("hdd-7200").alias("hardware"))
+    seq = (pl.col("test") == "sequential_read") & (pl.col("working_set_label") == "beyond RAM") & (
+        pl.col("tool") == "boatload-worker") & (pl.col("status") == "ok")
+    # each run's counts differ with its rep, so the medians are of something
+    n = pl.col("files")
+    ext3 = ext3.with_columns(
+        pl.when(seq).then((n * (1.5 + 0.1 * pl.col("rep"))).cast(pl.Int64)).otherwise(None).alias("model_reads"))
+    ext3 = ext3.with_columns(
+        pl.when(seq).then((pl.col("model_reads") // 10).cast(pl.Int64)).otherwise(None).alias("model_seq_reads"),
+        pl.when(seq).then(pl.col("model_reads") * 64.0).otherwise(None).alias("model_read_kib"),
+        pl.when(seq).then(pl.col("seconds") * 1000 * 0.8).otherwise(None).alias("model_read_ms"),
+        pl.when(seq).then(pl.lit(3.5)).otherwise(None).alias("loop_queue_depth"))
+    data = tmp_path / "modelled.parquet"
+    pl.concat([fixture_runs, ext3], how="vertical_relaxed").write_parquet(data)
+    out = FX.run_notebook(tmp_path, REPO, data=data)
+    s = summary_of(out["results"])
+    m = next(m for m in s["modelled_targets"] if m["target"] == "ext3-hdd")
+    got = next(r for r in m["reads"] if r["test"] == "sequential_read" and r["label"] == "beyond RAM")["requests"]
+    runs = ext3.filter(seq).to_dicts()
+    assert got["runs"] == len(runs) > 1
+    assert got["reads_per_file"] == pytest.approx(statistics.median(r["model_reads"] / r["files"] for r in runs))
+    assert got["seq_share"] == pytest.approx(statistics.median(r["model_seq_reads"] / r["model_reads"] for r in runs))
+    assert got["mean_kib"] == pytest.approx(64.0) and got["time_share"] == pytest.approx(0.8)
+    assert got["queue_depth"] == pytest.approx(3.5)
+    # the random read had no counts: nothing is said of it
+    assert all(r["requests"] is None for r in m["reads"] if r["test"] != "sequential_read")
+    text = " ".join(pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", out["results"])).split())
+    share = f"only {round(got['seq_share'] * 100)}% of them starting where the request before them ended"
+    assert f"Its sequential read sent the disk {got['reads_per_file']:.2f} reads a file" in text and share in text
+
+
 def test_worker_and_bonnie_paired_within_each_job(run, fixture_runs):
     """The peers table pairs the worker's and bonnie++'s rows of the same job
     (target, working set, repetition) test by test, never medians of separate runs."""

@@ -9,12 +9,13 @@ port; what they cannot each own, the kernel's swap space, is an xdist group in
 SHARED_GROUPS.)"""
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import pytest
 
-from conftest import ALONE_FILES, PAIRED_FILES, PARALLEL_FILES, SHARED_GROUPS, scope_of
+from conftest import ALONE_FILES, PAIRED_FILES, PARALLEL_FILES, SHARED_GROUPS, SHARED_TESTS, scope_of
 
 TESTS = Path(__file__).resolve().parent
 # What makes a test file unsafe beside another (or another unsafe beside it), as it reads in the source.
@@ -26,10 +27,12 @@ SIGNS = {
                                     r"|kill_storm|fresh-machine|\bsbatch\b",
     "brings up a modelled disk": r"\bnbdkit\b|\bstack_cost\b|devmodel\.calibrate|\bcounts_at_attach\b",
 }
-# A swap area takes any process's pages, whichever test turned it on.
-SWAPS = r"\(\s*\[?\"swapon\"|\bmemory_limit\(|\bsetup_swap\("
-# ... and so does a run of the tmpfs study (its memory limit comes with a swap file): a config keeping it.
-RUNS_TMPFS_STUDY = r"\bin \([^)]*\"tmpfs\"[^)]*\)"
+# A swap area takes any process's pages, whichever test turned it on: swapon, or a memory limit with a swap
+# file (one of 0 MB makes none, and its cgroup may not swap at all).
+SWAPS = r"\(\s*\[?\"swapon\"|\bmemory_limit\((?![^,()]*,\s*0\s*,)|\bsetup_swap\("
+# ... and so does a run of the tmpfs study (its memory limit comes with a swap file): a config keeping it,
+# or the studies a `make reproduce` is told to run (STUDIES=) naming it.
+RUNS_TMPFS_STUDY = r"\bin \([^)]*\"tmpfs\"[^)]*\)|\bSTUDIES = .*\"tmpfs\""
 # A paired file's configs: a run the other test disturbs is kept and marked, never measured again.
 REDO_OFF = r"[\"']redo[\"']:\s*0\b"
 SELF = Path(__file__).name  # holds the signs it looks for
@@ -39,6 +42,20 @@ def signs(source: str) -> list[str]:
     return [why for why, pattern in SIGNS.items() if re.search(pattern, source)]
 
 
+def turns_swap_on(source: str) -> bool:
+    return bool(re.search(SWAPS, source) or re.search(RUNS_TMPFS_STUDY, source))
+
+
+def swap_turning_tests(source: str) -> set[str]:
+    """The test functions of a file that turn swap on in their own body or through a function or fixture of
+    the file they name."""
+    functions = {f.name: ast.get_source_segment(source, f) for f in ast.parse(source).body
+                 if isinstance(f, ast.FunctionDef)}
+    helpers = {name for name, code in functions.items() if turns_swap_on(code)}
+    return {name for name, code in functions.items() if name.startswith("test_")
+            and (name in helpers or any(re.search(rf"\b{h}\b", code) for h in helpers))}
+
+
 def test_every_test_file_is_in_exactly_one_set():
     files = {p.name for p in TESTS.glob("test_*.py")}
     sets = [PARALLEL_FILES, set(PAIRED_FILES), set(ALONE_FILES)]
@@ -46,11 +63,19 @@ def test_every_test_file_is_in_exactly_one_set():
     assert sorted(set().union(*sets) - files) == []
     assert sum(len(s) for s in sets) == len(set().union(*sets)), "a file in two sets"
     assert set(SHARED_GROUPS) <= PARALLEL_FILES | set(PAIRED_FILES)
+    for test in SHARED_TESTS:  # a test of a paired file, by its name
+        name, function = test.split("::")
+        assert name in PAIRED_FILES and name not in SHARED_GROUPS, test
+        assert re.search(rf"^def {function}\(", (TESTS / name).read_text(encoding="utf-8"), re.M), test
 
 
 def test_a_file_is_scheduled_whole_and_a_shared_group_together():
     assert scope_of("tests/test_slurm.py::test_a[x::y]") == scope_of("tests/test_slurm.py::test_b") == "test_slurm.py"
     assert scope_of("tests/test_memlimit.py::test_a") == scope_of("tests/test_device_guard.py::test_b[1]") == "swap"
+    # only the tests of a file that SHARED_TESTS names join the shared group
+    shared = next(iter(SHARED_TESTS))
+    assert scope_of(f"tests/{shared}[x]") == SHARED_TESTS[shared]
+    assert scope_of(f"tests/{shared.split('::')[0]}::test_another") == shared.split("::")[0]
 
 
 @pytest.mark.parametrize("name", sorted(PARALLEL_FILES - {SELF}))
@@ -74,9 +99,13 @@ def test_a_paired_file_measures_watches_nothing_and_redoes_nothing(name):
 
 @pytest.mark.parametrize("name", sorted(PAIRED_FILES))
 def test_a_paired_file_that_turns_swap_on_is_in_the_swap_group(name):
+    """The whole file, or each of its tests that turns swap on (SHARED_TESTS)."""
     source = (TESTS / name).read_text(encoding="utf-8")
-    if re.search(SWAPS, source) or re.search(RUNS_TMPFS_STUDY, source):
-        assert SHARED_GROUPS.get(name) == "swap"
+    if not turns_swap_on(source) or SHARED_GROUPS.get(name) == "swap":
+        return
+    turning = {f"{name}::{test}" for test in swap_turning_tests(source)}
+    assert turning, f"{name} turns swap on outside its tests: the whole file goes into the swap group"
+    assert turning <= {test for test, group in SHARED_TESTS.items() if group == "swap"}, turning
 
 
 @pytest.mark.parametrize("name", sorted(ALONE_FILES))
@@ -97,7 +126,14 @@ def test_the_signs_are_caught():
     assert signs("def test_x(tmp_path, worker):\n    assert 1\n") == []
     assert re.search(SWAPS, 'sh("swapon", dev)\n') and re.search(SWAPS, "with memory_limit(64, 128, scratch):\n")
     assert not re.search(SWAPS, 'tools = {"mkswap", "swapon"}\n')
+    assert re.search(SWAPS, 'with memlimit.memory_limit(job["memory_limit_mb"], job["swap_mb"], scratch):\n')
+    assert not re.search(SWAPS, 'with memlimit.memory_limit(job["memory_limit_mb"], 0, scratch_dir()) as limit:\n')
     assert re.search(RUNS_TMPFS_STUDY, 'config["studies"] = {n: s[n] for n in ("forest", "tmpfs")}\n')
+    assert re.search(RUNS_TMPFS_STUDY, 'STUDIES = ("forest", "tmpfs") if FULL else ("tmpfs",)\n')
     assert not re.search(RUNS_TMPFS_STUDY, 'mount("-t", "tmpfs")\n')
+    assert swap_turning_tests(
+        'def small(config):\n    config["studies"] = {n: s[n] for n in ("forest", "tmpfs")}\n\n\n'
+        'def test_a(workdir):\n    write(workdir, small)\n\n\n'
+        'def test_b(workdir):\n    write(workdir, big)\n') == {"test_a"}
     assert re.search(REDO_OFF, 'config["interference"] = {"redo": 0}\n')
     assert not re.search(REDO_OFF, 'config["interference"] = {"redo": 2}\n')

@@ -1,30 +1,21 @@
 """What a tmpfs test's phases sent a modelled disk: the per-phase counts
-(boatload.provision.devmodel.phasecounts) summed over a test's phases, kept in the
-tidy table's model_* columns, summarised by the notebook (medians over the
-worker's runs) and said by the paper beside ext3's sequential read rate on
-the model."""
+(boatload.provision.devmodel.phasecounts) summed over a test's phases and kept
+in the tidy table's model_* columns, on a real run on the modelled disk. (What
+the notebook and the paper say of them: tests/test_notebook_tmpfs.py.)"""
 
 from __future__ import annotations
 
 import os
-import statistics
-from functools import partial
 from pathlib import Path
 
-import polars as pl
 import pytest
 import yaml
 
-import notebook_checks as nc
-from boatload.publish import paper
 from boatload.provision.devmodel import phasecounts
 from boatload.provision.devmodel.phasecounts import delta
 from boatload.studies import tmpfs as tmpfs_study
-from notebook_checks import load_fixtures
 
 REPO = Path(__file__).resolve().parents[1]
-FX = load_fixtures("tmpfs")
-summary_of = partial(nc.summary_of, study="tmpfs")
 
 
 def live(reads, seq, read_bytes, read_us, writes=0, flushes=0) -> dict:
@@ -64,44 +55,6 @@ def test_a_tests_requests_sum_its_phases():
     assert phasecounts.requests(plain) == {"loop_reads": 20, "loop_read_kib": 1040.0, "loop_queue_depth": 2.5}
     assert phasecounts.requests([stat, {"model_counts": None}]) is None  # a phase without counts
     assert set(phasecounts.REQUESTS) == set(r) and set(phasecounts.REQUESTS) <= set(tmpfs_study.COLUMNS)
-
-
-@pytest.fixture(scope="module")
-def fixture_runs(tmp_path_factory):
-    return pl.read_parquet(FX.run_notebook(tmp_path_factory.mktemp("tmpfs"), REPO)["tmpfs"])
-
-
-def test_the_paper_says_what_the_sequential_read_sent_the_modelled_disk(fixture_runs, tmp_path):
-    ext3 = fixture_runs.filter(pl.col("target") == "ext3").with_columns(
-        pl.lit("ext3-hdd").alias("target"), pl.lit("hdd-7200").alias("hardware"))
-    seq = (pl.col("test") == "sequential_read") & (pl.col("working_set_label") == "beyond RAM") & (
-        pl.col("tool") == "boatload-worker") & (pl.col("status") == "ok")
-    # each run's counts differ with its rep, so the medians are of something
-    n = pl.col("files")
-    ext3 = ext3.with_columns(
-        pl.when(seq).then((n * (1.5 + 0.1 * pl.col("rep"))).cast(pl.Int64)).otherwise(None).alias("model_reads"))
-    ext3 = ext3.with_columns(
-        pl.when(seq).then((pl.col("model_reads") // 10).cast(pl.Int64)).otherwise(None).alias("model_seq_reads"),
-        pl.when(seq).then(pl.col("model_reads") * 64.0).otherwise(None).alias("model_read_kib"),
-        pl.when(seq).then(pl.col("seconds") * 1000 * 0.8).otherwise(None).alias("model_read_ms"),
-        pl.when(seq).then(pl.lit(3.5)).otherwise(None).alias("loop_queue_depth"))
-    data = tmp_path / "modelled.parquet"
-    pl.concat([fixture_runs, ext3], how="vertical_relaxed").write_parquet(data)
-    out = FX.run_notebook(tmp_path, REPO, data=data)
-    s = summary_of(out["results"])
-    m = next(m for m in s["modelled_targets"] if m["target"] == "ext3-hdd")
-    got = next(r for r in m["reads"] if r["test"] == "sequential_read" and r["label"] == "beyond RAM")["requests"]
-    runs = ext3.filter(seq).to_dicts()
-    assert got["runs"] == len(runs) > 1
-    assert got["reads_per_file"] == pytest.approx(statistics.median(r["model_reads"] / r["files"] for r in runs))
-    assert got["seq_share"] == pytest.approx(statistics.median(r["model_seq_reads"] / r["model_reads"] for r in runs))
-    assert got["mean_kib"] == pytest.approx(64.0) and got["time_share"] == pytest.approx(0.8)
-    assert got["queue_depth"] == pytest.approx(3.5)
-    # the random read had no counts: nothing is said of it
-    assert all(r["requests"] is None for r in m["reads"] if r["test"] != "sequential_read")
-    text = " ".join(nc.pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", out["results"])).split())
-    share = f"only {round(got['seq_share'] * 100)}% of them starting where the request before them ended"
-    assert f"Its sequential read sent the disk {got['reads_per_file']:.2f} reads a file" in text and share in text
 
 
 @pytest.mark.slow
