@@ -94,21 +94,24 @@ def verdicts(clone: Path) -> dict:
             "median_width": statistics.median(widths) if widths else None, "known": known}
 
 
+def _runs_row(name: str, row: Counter) -> str:
+    """A study's (or all studies') runs, seconds a run, timed share, wall seconds, redone and kept."""
+    return (f"{name:<12} {row['runs']:>5} {row['wall'] / row['runs']:>8.2f} {100 * row['timed'] / row['wall']:>5.0f}% "
+            f"{row['wall']:>7.0f} {row['redone']:>6} {row['constant']:>4}")
+
+
 def report(clone: Path) -> str:
     runs, claims = runs_table(clone), verdicts(clone)
-    lines = [f"{clone}", f"{'study':<12} {'runs':>5} {'s a run':>8} {'timed':>6} {'wall s':>7} {'redone':>6} {'kept':>4} {'spread':>7}"]
+    lines = [f"{clone}",
+             f"{'study':<12} {'runs':>5} {'s a run':>8} {'timed':>6} {'wall s':>7} {'redone':>6} {'kept':>4} "
+             f"{'spread':>7}"]
     total = Counter()
     for study, row in sorted(runs["studies"].items()):
         total.update(row)
         spread = median_spread(clone, study)
-        lines.append(f"{study:<12} {row['runs']:>5} {row['wall'] / row['runs']:>8.2f} "
-                     f"{100 * row['timed'] / row['wall']:>5.0f}% {row['wall']:>7.0f} {row['redone']:>6} {row['constant']:>4} "
-                     + (f"{100 * spread:>6.1f}%" if spread is not None else f"{'-':>7}"))
+        lines.append(_runs_row(study, row) + " " + (f"{100 * spread:>6.1f}%" if spread is not None else f"{'-':>7}"))
     if total["runs"]:
-        lines.append(f"{'all':<12} {total['runs']:>5} {total['wall'] / total['runs']:>8.2f} "
-                     f"{100 * total['timed'] / total['wall']:>5.0f}% {total['wall']:>7.0f} {total['redone']:>6} "
-                     f"{total['constant']:>4}"
-                     f"   (first run's start to last run's end: {runs['span']:.0f} s)")
+        lines.append(_runs_row("all", total) + f"   (first run's start to last run's end: {runs['span']:.0f} s)")
     tested, decided = sum(claims["tested"].values()), sum(claims["decided"].values())
     by_study = ", ".join(f"{s} {claims['decided'][s]} of {n}" for s, n in sorted(claims["tested"].items()))
     lines.append(f"decided: {decided} of {tested} claims tested"

@@ -51,7 +51,8 @@ def test_the_table_and_the_counts_of_a_clone(tmp_path, capsys):
                                    {"verdict": "inconclusive", "answer": "right"}])
     runs = quickrun.runs_table(clone)
     forest = runs["studies"]["forest"]
-    assert (forest["runs"], forest["wall"], forest["timed"], forest["redone"], forest["constant"]) == (2, 6.0, 3.0, 1, 0)
+    assert (forest["runs"], forest["wall"], forest["timed"]) == (2, 6.0, 3.0)
+    assert (forest["redone"], forest["constant"]) == (1, 0)
     assert runs["studies"]["journal"]["constant"] == 1
     assert runs["span"] == 18.0
     claims = quickrun.verdicts(clone)
