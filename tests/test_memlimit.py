@@ -27,7 +27,7 @@ from boatload.provision.cgroups import MemoryLimitError, MemoryLimitNeedsRoot
 from boatload.provision.cleanup import cleanup
 from boatload.provision.hostops import MountEntry
 from boatload.provision.ledger import Ledger
-from boatload.provision.memlimit import memory_limit
+from boatload.provision.memlimit import memory_limit, scratch_tag
 from boatload.base.targetspec import NeedsRoot
 from asnobody import NOBODY, SRC, run_as_nobody
 from targetlib import clean_scratch
@@ -256,6 +256,31 @@ def test_sigkill_leftovers_are_cleaned_up(scratch):
     assert not cg.exists() and not sw.exists() and swaps_under(scratch) == []
     assert cleanup(scratch) == []
     assert all(r.released for r in Ledger(scratch).resources().values())
+
+
+@root
+def test_a_scan_finds_its_own_scratchs_dead_cgroup_by_name_and_never_another_scratchs(scratch, tmp_path):
+    # a killed run's cgroup whose ledger is lost, and beside it, made by a run of another scratch directory
+    # that died too, a cgroup that directory's own cleanup is to find
+    p, cg, sw, worker = start_child(scratch)
+    p.kill()
+    p.wait(timeout=30)
+    (scratch / "ledger.jsonl").rename(tmp_path / "ledger-aside.jsonl")
+    other = tmp_path / "other-scratch"
+    other.mkdir()
+    assert scratch_tag(other) != scratch_tag(scratch) and cg.name.endswith(f"-{scratch_tag(scratch)}")
+    theirs = cg.parent / f"boatload-{p.pid}-0badc0de-{scratch_tag(other)}"
+    theirs.mkdir()
+    try:
+        lines = cleanup(scratch)
+        assert f"removed cgroup {cg} (killed 1 process(es))" in lines, lines
+        assert not cg.exists() and gone(worker)
+        assert theirs.is_dir() and not any(str(theirs) in line for line in lines), lines
+        assert cleanup(other) == [f"removed cgroup {theirs}"]
+        assert not theirs.exists()
+    finally:
+        if theirs.exists():
+            theirs.rmdir()
 
 
 @root

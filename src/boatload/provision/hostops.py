@@ -358,9 +358,15 @@ def rmdir(d: Path) -> None:
         pass
 
 
+def scratch_hash(scratch: Path, digits: int) -> str:
+    """The first `digits` hex digits of the SHA-256 of the scratch directory's path: names what belongs to one
+    scratch directory outside it (log images in /dev/shm, cgroups)."""
+    return hashlib.sha256(os.fsencode(str(scratch))).hexdigest()[:digits]
+
+
 def shm_dir(scratch: Path) -> Path:
     """`/dev/shm/boatload-<hash of the scratch path>`: where this scratch's log images live."""
-    return SHM / f"boatload-{hashlib.sha256(os.fsencode(str(scratch))).hexdigest()[:16]}"
+    return SHM / f"boatload-{scratch_hash(scratch, 16)}"
 
 
 def own_private_dir(d: Path) -> bool:

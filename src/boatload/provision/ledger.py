@@ -18,7 +18,7 @@ the system, so it does not depend on the ledger alone.
 `/dev/shm/boatload-<hash>/`), the image file backing the loop device for
 "loop", the mount point for "mount", the directory for "dir", the cgroup
 directory of a memory limit for "cgroup" (e.g.
-`/sys/fs/cgroup/memory/boatload-<pid>-<rand>`), the swap file for "swap"
+`/sys/fs/cgroup/memory/boatload-<pid>-<rand>-<scratch tag>`), the swap file for "swap"
 (under `<scratch>/swap/`), the user's block device a `device` target
 formats for "device" (`/dev/sdb`: its write cache is put back), and the
 `boatload-<pid>-<rand>` directory a run makes under a `mount` target's path

@@ -57,7 +57,9 @@ from boatload.provision.cgroups import (
     CGROUP_FS, Choice, MemoryLimitError, MemoryLimitNeedsRoot, active_swaps, choose, hierarchies, lineage,
     meminfo_swap_used, procs, read_int, read_kv, words, writable, write_cgroup,
 )
-from boatload.provision.hostops import MOUNT_RE, Teardown, mount_at, not_installed, plain_dir, statfs_type, subdir, token
+from boatload.provision.hostops import (
+    MOUNT_RE, Teardown, mount_at, not_installed, plain_dir, scratch_hash, statfs_type, subdir, token,
+)
 from boatload.provision.ledger import Ledger, pid_alive
 from boatload.base.signals import deferred_signals, signals_as_exceptions
 from boatload.provision.swapfiles import setup_swap, swap_off
@@ -66,7 +68,8 @@ from boatload.base.tools import find as find_tool
 
 __all__ = ["Limit", "Leftovers", "memory_limit", "find_leftovers"]
 
-CGROUP_RE = re.compile(r"boatload-(?P<pid>\d+)-(?P<rand>[0-9a-f]+)\Z")
+# boatload-<pid>-<rand>-<scratch tag>; without the tag: an older run's, found through its ledger only
+CGROUP_RE = re.compile(r"boatload-(?P<pid>\d+)-(?P<rand>[0-9a-f]+)(?:-(?P<scratch>[0-9a-f]{8}))?\Z")
 SWAP_RE = re.compile(r"swap-(?P<pid>\d+)-(?P<rand>[0-9a-f]+)\Z")
 V1_SWAPPINESS = 60
 MIN_LIMIT_MB = 4
@@ -357,11 +360,11 @@ def _kill_all(cgroup: Path, timeout: float = KILL_TIMEOUT) -> int:
 
 
 def new_cgroup(parent: Path, ledger, undo, failure: str, remove: Callable[[Path], object], **facts) -> tuple[Path, str]:
-    """A new cgroup `boatload-<pid>-<rand>` under `parent`, recorded in the
-    ledger (kind "cgroup", with `facts`) before it is made and removed on
-    teardown by `remove`; `failure` begins the error when mkdir fails.
-    Returns the path and its ledger id."""
-    path = parent / f"boatload-{token()}"
+    """A new cgroup `boatload-<pid>-<rand>-<scratch tag>` under `parent`,
+    recorded in the ledger (kind "cgroup", with `facts`) before it is made and
+    removed on teardown by `remove`; `failure` begins the error when mkdir
+    fails. Returns the path and its ledger id."""
+    path = parent / f"boatload-{token()}-{scratch_tag(ledger.scratch)}"
     with deferred_signals():
         rid = ledger.record("cgroup", path, **facts)
         try:
@@ -400,6 +403,13 @@ def remove_cgroup(path: Path, timeout: float = KILL_TIMEOUT) -> int:
 
 # --------------------------------------------------------------------------
 # leftovers (for boatload.provision.cleanup)
+
+
+def scratch_tag(scratch: Path) -> str:
+    """The part of a cgroup's name that says which scratch directory's run made it: a scan for a dead run's
+    cgroups (find_leftovers) takes only its own scratch directory's, never another's that a run beside it
+    left for its own cleanup."""
+    return scratch_hash(Path(scratch).resolve(), 8)
 
 
 def _is_boatload_cgroup(path: Path) -> bool:
@@ -480,10 +490,10 @@ def find_leftovers(scratch: Path, ledger: Ledger | None = None, force: bool = Fa
     """Cgroups and swap files of dead runs of this scratch directory.
 
     From the ledger: cgroups and swap files not released whose creator is gone
-    (any, with force). From a scan: `boatload-<pid>-<rand>` cgroups at the top
-    of each cgroup hierarchy, in our own cgroup's lineage and next to the
-    ledger's, whose pid is dead (force does not apply: they may be another
-    scratch's live run), and swap files `<scratch>/swap/swap-<pid>-<rand>`
+    (any, with force). From a scan: this scratch directory's cgroups
+    (`boatload-<pid>-<rand>-<scratch_tag>`) at the top of each cgroup
+    hierarchy, in our own cgroup's lineage and next to the ledger's, whose pid
+    is dead (force does not apply: a pid reused by a live run), and swap files `<scratch>/swap/swap-<pid>-<rand>`
     (in /proc/swaps or not) whose pid is dead (or any, with force)."""
     scratch = Path(scratch).resolve()
     ledger = ledger or Ledger(scratch)
@@ -525,6 +535,7 @@ def find_leftovers(scratch: Path, ledger: Ledger | None = None, force: bool = Fa
         lpid, lstart = starts.get(path, (None, None))
         return not pid_alive(pid, lstart if lpid == pid else None)
 
+    tag = scratch_tag(scratch)
     for h in hierarchies():
         parents.add(h.mount)
         parents.update(lineage(h, include_own=True))
@@ -534,10 +545,13 @@ def find_leftovers(scratch: Path, ledger: Ledger | None = None, force: bool = Fa
         except OSError:
             continue
         for n in names:
+            m = CGROUP_RE.match(n)
+            if not m or m["scratch"] != tag:
+                continue  # not ours, or another scratch directory's (its own cleanup's, through its ledger)
             p = str(parent / n)
             if p in live or p in lo.cgroups or not dead_by_name(n, CGROUP_RE, p, allow_force=False):
                 continue
-            # found only by name: maybe another scratch's; without the rights to remove it, not our business
+            # found only by name (its ledger entry lost); without the rights to remove it, not our business
             if _is_boatload_cgroup(Path(p)) and (os.geteuid() == 0 or writable(parent)):
                 lo.cgroups[p] = []
 
