@@ -135,7 +135,15 @@ def make_clone(workdir):
     for name in ("Makefile", "scripts", "native", "src"):
         src, dst = ROOT / name, workdir / name
         shutil.copytree(src, dst, symlinks=True) if src.is_dir() else shutil.copy2(src, dst)
-    (workdir / ".venv").symlink_to(ROOT / ".venv")
+    # this checkout's environment, but make's stamps of its own: the clone's `make env` compiles the clone's
+    # sources and touches its stamp, which must not tell this checkout's make that its own are compiled
+    venv = workdir / ".venv"
+    venv.mkdir()
+    for entry in (ROOT / ".venv").iterdir():
+        if entry.name.startswith("."):
+            shutil.copy2(entry, venv / entry.name)
+        else:
+            (venv / entry.name).symlink_to(entry)
     return workdir
 
 
@@ -177,6 +185,7 @@ def wait_for(what, timeout: float, proc: subprocess.Popen, log: Path):
 def test_sigkill_mid_measurement_then_clean_mounts_then_reproduce_completes(make_clone, tmp_path):
     configfile = write_config(make_clone, "small.yaml", small_config)
     env = {**os.environ, "PATH": f"{make_clone / '.venv' / 'bin'}:{os.environ['PATH']}"}
+    stamps = {p: p.stat().st_mtime_ns for p in (ROOT / ".venv").glob(".*") if p.is_file()}
     log = open(tmp_path / "first.log", "w")
     first = subprocess.Popen(["make", "reproduce", f"CONFIG={configfile}"], cwd=make_clone, env=env,
                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -211,6 +220,8 @@ def test_sigkill_mid_measurement_then_clean_mounts_then_reproduce_completes(make
     assert re.search(r"^boatload: progress: (\d+)/\1 runs measured", again.stderr, re.M), again.stderr[-3000:]
     assert cgroups_made(make_clone), "the tmpfs study's memory limit made no cgroup"
     assert ours_left(make_clone) == [] and cgroups_left(make_clone) == [] and swaps_in(make_clone) == []
+    # the clone's make stamped its own environment, not this checkout's (tests/test_env_bytecode.py reads those)
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
 
 
 @needs_root
