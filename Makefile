@@ -43,13 +43,13 @@ test-native:
 	$(MAKE) -C native -j$(NATIVE_JOBS) test-sanitize
 	$(MAKE) -C native -j$(NATIVE_JOBS) fuzz-smoke
 
-# First the tests that neither measure nor time anything, on two workers (tests/conftest.py's
-# PARALLEL_FILES; tests sharing one thing of the machine's in an xdist group), then those that measure
-# runs but time nothing and need no quiet machine, two at a time (PAIRED_FILES), then the timing and
-# quiet-machine ones alone, one at a time (ALONE_FILES).
+# First, on three workers, the tests that time nothing and need no quiet machine: those that measure
+# nothing (tests/conftest.py's PARALLEL_FILES) and those that measure runs with their redo off
+# (PAIRED_FILES); tests sharing one thing of the machine's in an xdist group. Three on two cores: the
+# fleet, the kill storm and the fresh machine spend much of their time waiting (bench/README.md, "CI's
+# tiers"). Then the timing and quiet-machine ones alone, one at a time (ALONE_FILES).
 test-python: env worker
-	pytest -m parallel -n 2 --dist loadgroup
-	pytest -m paired -n 2 --dist loadgroup
+	pytest -m "parallel or paired" -n 3 --dist loadgroup
 	pytest -m alone
 
 ## figure: rerun one study's notebook and the paper from the data already measured (STUDY=forest),

@@ -10,11 +10,12 @@ from workerlib import SHM
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "native" / "build" / "boatload-worker"
-# `make test` runs every test file on two workers (`pytest -m parallel -n 2 --dist loadgroup`) except the
-# PAIRED_FILES, which then run two at a time (`pytest -m paired -n 2 --dist loadgroup`), and the ALONE_FILES,
-# which then run one test at a time (`pytest -m alone`). A parallel file measures and times
-# nothing and keeps everything it makes its own: files under its tmp_path, its own loop devices, mounts,
-# cgroups and scratch directory, a free port. What two parallel tests cannot each have their own (the
+# `make test` runs the PARALLEL_FILES and the PAIRED_FILES on three workers (`pytest -m "parallel or paired"
+# -n 3 --dist loadgroup`, the longest groups first: LONGEST_FIRST), then the ALONE_FILES one test at a time
+# (`pytest -m alone`). A parallel file measures and times nothing, a paired one measures runs but times
+# none (its redo off), and each keeps everything it makes its own: files under its tmp_path, its own loop
+# devices, mounts, cgroups (named for their scratch directory, so that no other's cleanup takes them) and
+# scratch directory, a free port. What two parallel tests cannot each have their own (the
 # kernel's swap space) is an xdist group in SHARED_GROUPS: its tests never run at the same time.
 # (Every parallel or paired file is a group of its own otherwise: see group_of; SHARED_TESTS puts only some
 # tests of a file into a shared group.)
@@ -65,7 +66,6 @@ ALONE_FILES = {
     "test_study_journal.py": "the journal study measured",
     "test_study_tmpfs.py": "the tmpfs study measured in a memory limit",
     "test_studies_on_devices.py": "studies measured on device targets",
-    "test_settle.py": "settle's added runs measured until claims decide",
     "test_signals_anywhere.py": "signals timed to land in each step of a measured run",
     # timed assertions on the worker, the runner and the benchmarks
     "test_worker.py": "how soon a signal stops the worker",
@@ -94,6 +94,9 @@ PAIRED_FILES = {
                              "of its root, the cgroups its ledger records)",
     "test_budget.py": "a time budget of 3 s, spent by the first rounds (the sooner beside another test): no "
                       "look's runs chosen, the paper made, a second run doing nothing",
+    "test_settle.py": "settle's looks: which points get runs, their rep numbers, each carried claim's look and "
+                      "level in the summary and the paper (a native program against a Python interpreter's start: "
+                      "decided at 4 runs a side whatever the neighbour)",
     "test_add_study.py": "a sixth study's four files and config line: its runs' rows and columns, its notebook, "
                          "paper section, audit lines and blog page (its memory limit has no swap)",
 }
@@ -106,6 +109,13 @@ SHARED_GROUPS = {
     # BOATLOAD_FULL=1: the fleet and the sixth study also measure all of ci.yaml, the tmpfs study included
     **({"test_slurm.py": "swap", "test_add_study.py": "swap"} if os.environ.get("BOATLOAD_FULL") == "1" else {}),
 }
+
+
+# The groups that take longest, in that order: the session ends when the last group to start does, so they
+# start first (their durations: bench/README, "CI's tiers"). Every other group comes after
+# them, those with more tests first.
+LONGEST_FIRST = ["swap", "test_slurm.py", "test_config_mutations.py", "test_settle.py", "test_budget.py",
+                 "test_reproduce.py", "test_add_study.py", "test_jupyter_server.py", "test_notebook_tmpfs.py"]
 
 
 # Tests of a paired file that share a group while the file's other tests need not: those keep the file's own
@@ -149,6 +159,19 @@ def pytest_xdist_make_scheduler(config, log):
     class ByGroup(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return scope_of(nodeid)
+
+        def _assign_work_unit(self, node) -> None:
+            first = min(self.workqueue, key=lambda g: LONGEST_FIRST.index(g) if g in LONGEST_FIRST else len(LONGEST_FIRST))
+            self.workqueue.move_to_end(first, last=False)
+            super()._assign_work_unit(node)
+
+        def _reschedule(self, node) -> None:
+            # A worker runs a test once it has the next (pytest's teardown needs it): one test left waiting
+            # is the moment for its next group, not three (xdist's default), so that a long group's last
+            # tests do not hold a group the other worker could have started.
+            if not node.shutting_down and self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
+                return
+            super()._reschedule(node)
 
     return ByGroup(config, log)
 

@@ -1,6 +1,5 @@
-"""`make test` runs every test file on two workers except tests/conftest.py's
-PAIRED_FILES, which run two at a time after, and ALONE_FILES, which run one
-test at a time last. Every file is in one set, and the sets follow the source:
+"""`make test` runs tests/conftest.py's PARALLEL_FILES and PAIRED_FILES on three
+workers, then the ALONE_FILES one test at a time. Every file is in one set, and the sets follow the source:
 an alone file shows a sign of measuring or timing something, a parallel file
 shows none, and a paired file measures runs but watches nothing of the
 machine and turns the interference monitor's redo off. (Each parallel or
@@ -15,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ALONE_FILES, PAIRED_FILES, PARALLEL_FILES, SHARED_GROUPS, SHARED_TESTS, scope_of
+from conftest import (
+    ALONE_FILES, LONGEST_FIRST, PAIRED_FILES, PARALLEL_FILES, SHARED_GROUPS, SHARED_TESTS, group_of, scope_of,
+)
 
 TESTS = Path(__file__).resolve().parent
 # What makes a test file unsafe beside another (or another unsafe beside it), as it reads in the source.
@@ -67,6 +68,12 @@ def test_every_test_file_is_in_exactly_one_set():
         name, function = test.split("::")
         assert name in PAIRED_FILES and name not in SHARED_GROUPS, test
         assert re.search(rf"^def {function}\(", (TESTS / name).read_text(encoding="utf-8"), re.M), test
+
+
+def test_the_groups_started_first_are_groups_of_the_shared_session():
+    # a renamed file or group would otherwise drop out of the order without a word
+    groups = {group_of(name) for name in PARALLEL_FILES | set(PAIRED_FILES)} | set(SHARED_TESTS.values())
+    assert sorted(set(LONGEST_FIRST) - groups) == [] and len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
 
 
 def test_a_file_is_scheduled_whole_and_a_shared_group_together():
