@@ -161,8 +161,7 @@ def pytest_xdist_make_scheduler(config, log):
             return scope_of(nodeid)
 
         def _assign_work_unit(self, node) -> None:
-            first = min(self.workqueue, key=lambda g: LONGEST_FIRST.index(g) if g in LONGEST_FIRST else len(LONGEST_FIRST))
-            self.workqueue.move_to_end(first, last=False)
+            self.workqueue.move_to_end(min(self.workqueue, key=start_rank), last=False)
             super()._assign_work_unit(node)
 
         def _reschedule(self, node) -> None:
@@ -174,6 +173,11 @@ def pytest_xdist_make_scheduler(config, log):
             super()._reschedule(node)
 
     return ByGroup(config, log)
+
+
+def start_rank(group: str) -> int:
+    """Where a group comes in the order groups start: LONGEST_FIRST's, then every other group."""
+    return LONGEST_FIRST.index(group) if group in LONGEST_FIRST else len(LONGEST_FIRST)
 
 
 def scope_of(nodeid: str) -> str:
