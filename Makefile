@@ -46,8 +46,8 @@ test-native:
 # First, on three workers, the tests that time nothing and need no quiet machine: those that measure
 # nothing (tests/conftest.py's PARALLEL_FILES) and those that measure runs with their redo off
 # (PAIRED_FILES); tests sharing one thing of the machine's in an xdist group. Three on two cores: the
-# fleet, the kill storm and the fresh machine spend much of their time waiting (bench/README.md, "CI's
-# tiers"). Then the timing and quiet-machine ones alone, one at a time (ALONE_FILES).
+# fleet, the kill storm and the fresh machine spend much of their time waiting (bench/README.md, "One
+# session on three workers"). Then the timing and quiet-machine ones alone, one at a time (ALONE_FILES).
 test-python: env worker
 	pytest -m "parallel or paired" -n 3 --dist loadgroup
 	pytest -m alone

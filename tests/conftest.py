@@ -112,8 +112,8 @@ SHARED_GROUPS = {
 
 
 # The groups that take longest, in that order: the session ends when the last group to start does, so they
-# start first (their durations: bench/README, "CI's tiers"). Every other group comes after
-# them, those with more tests first.
+# start first (their durations: bench/README.md, "One session on three workers for all that needs no quiet
+# machine"). Every other group comes after them, those with more tests first.
 LONGEST_FIRST = ["swap", "test_slurm.py", "test_config_mutations.py", "test_settle.py", "test_budget.py",
                  "test_reproduce.py", "test_add_study.py", "test_jupyter_server.py", "test_notebook_tmpfs.py"]
 
@@ -168,7 +168,7 @@ def pytest_xdist_make_scheduler(config, log):
             # A worker runs a test once it has the next (pytest's teardown needs it): one test left waiting
             # is the moment for its next group, not three (xdist's default), so that a long group's last
             # tests do not hold a group the other worker could have started.
-            if not node.shutting_down and self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
+            if self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
                 return
             super()._reschedule(node)
 

@@ -55,11 +55,11 @@ PROBE = """
 </script>
 """
 
+# One page in its iframe, as wide as the width asked for (a window cannot be narrower than MIN_WINDOW): what the
+# screenshots show.
 HOST = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"></head><body style="margin: 0; background: #ddd">
 <iframe src="{src}" style="border: 0; display: block; background: white; width: {width}px; height: {height}px"></iframe>
-<pre id="probe"></pre>
-<script>window.addEventListener('message', e => {{ document.getElementById('probe').textContent = e.data; }});</script>
 </body></html>
 """
 
