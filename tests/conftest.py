@@ -78,8 +78,8 @@ ALONE_FILES = {
 # check (nothing left behind after a signal, a refusal, a node's death and its runs' record, the next run
 # completing, what a run made and published) holds beside another test, and each keeps its clone, scratch
 # directory, loop devices, mounts, cgroups (its ledger's), Debian root and SLURM cluster its own. Each turns
-# the interference monitor's redo off in every config it runs (`"redo": 0`): a run the other test disturbs is
-# kept and marked, never measured again. Each why says what the file checks, and why another test beside it
+# the interference monitor's redo and the shield off in every config it runs (PAIRED_INTERFERENCE). Each
+# why says what the file checks, and why another test beside it
 # cannot change that.
 PAIRED_FILES = {
     "test_slurm.py": "the fleet through SLURM (this machine's only cluster), a node killed mid-run: its runs "
@@ -100,6 +100,12 @@ PAIRED_FILES = {
     "test_add_study.py": "a sixth study's four files and config line: its runs' rows and columns, its notebook, "
                          "paper section, audit lines and blog page (its memory limit has no swap)",
 }
+# What a paired file's configs set under `interference`: no redo (a run the neighbour disturbs is kept and
+# marked, never measured again) and no shield: a shielded run has 256 times the CPU weight of every other
+# process (boatload.provision.shield) and stalls the tests beside it for as long as it computes (a test of
+# 3 s took 42 s beside a shielded loop on both cores). tests/test_shield.py checks the shield, its removal
+# after a SIGKILL included.
+PAIRED_INTERFERENCE = {"redo": 0, "shield": False}
 # xdist groups of parallel or paired files whose tests share one thing of the machine's.
 SHARED_GROUPS = {
     # swapon: pages of any process may go to any active swap area (the kill storm's, reproduce's and the

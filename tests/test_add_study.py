@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import ROOT, ours_left
+from conftest import PAIRED_INTERFERENCE, ROOT, ours_left
 from notebook_checks import pdf_text
 
 pytestmark = pytest.mark.e2e
@@ -184,7 +184,7 @@ def test_a_sixth_study_is_four_files_and_a_config_line(workdir):
         config["studies"] = {"toy": {}}
     # Beside another test (tests/conftest.py's PAIRED_FILES): a run it disturbs is kept and marked, not
     # measured again.
-    config["interference"] = {"redo": 0}
+    config["interference"] = dict(PAIRED_INTERFERENCE)
     (workdir / "config" / "ci.yaml").write_text(yaml.safe_dump(config))
     # The copy's package, with the toy module, comes before this checkout's editable install.
     env = {**os.environ, "PYTHONPATH": str(workdir / "src")}

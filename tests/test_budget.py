@@ -20,6 +20,7 @@ from boatload.analysis import settle_record
 from boatload.analysis.verdict import DECIDED
 from boatload.base.paths import repo_root
 from boatload.base.system import hostname
+from conftest import PAIRED_INTERFERENCE
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (loop devices and mounts)")
 BOATLOAD = str(Path(sys.executable).parent / "boatload")
@@ -107,13 +108,15 @@ def test_a_spent_budget_chooses_no_points_finishes_the_paper_and_a_second_run_do
     config.update(budget_minutes=0.05, settle={"looks": 2, "max_repetitions": 4})
     # Beside another test (tests/conftest.py's PAIRED_FILES): a run it disturbs is kept and marked, not
     # measured again (the more time spent, the surer the budget is spent).
-    config["interference"] = {"redo": 0}
+    config["interference"] = dict(PAIRED_INTERFERENCE)
     (workdir / "config" / "budget.yaml").write_text(yaml.safe_dump(config))
     out = boatload(workdir, "reproduce", "--configfile", "config/budget.yaml")
     assert "time budget 0.05 min" in out.stderr
     runs = workdir / "data" / "runs" / hostname()
     raws = sorted(runs.glob("forest/*/*/rep*.json"))
     assert raws and all(p.name == "rep1.json" for p in raws), raws  # the first round only
+    # and measured unshielded, so that the tests beside it were not stalled
+    assert all(json.loads(p.read_text())["interference"]["shield"]["cgroup"] is None for p in raws)
     assert (workdir / "results" / "paper" / "paper.pdf").is_file()
     rec = settle_record.load(runs)
     assert rec["budget_spent"] and not rec["points"]

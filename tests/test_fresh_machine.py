@@ -13,6 +13,7 @@ ledger records (other tests' runs beside it make and leave their own).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -27,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from boatload.provision.ledger import Ledger
-from conftest import ROOT
+from conftest import PAIRED_INTERFERENCE, ROOT
 
 SCRIPT = ROOT / "scripts" / "fresh-machine.sh"
 FULL = os.environ.get("BOATLOAD_FULL") == "1"
@@ -38,7 +39,7 @@ STUDIES = ("degradation", "journal", "forest", "filecount", "tmpfs") if FULL els
 # again: the clone is the committed HEAD, so its config with that setting (config/ci.yaml and this line) is
 # written there first, in the clone's git-ignored results/.
 CONFIG = "results/fresh-machine.yaml"
-REDO_OFF = 'interference: {"redo": 0}'
+REDO_OFF = f"interference: {json.dumps(PAIRED_INTERFERENCE)}"
 COMMAND = ["sh", "-c", f"mkdir -p results && {{ cat config/ci.yaml; printf '\\n%s\\n' '{REDO_OFF}'; }} > {CONFIG} "
            f'&& exec make reproduce CONFIG={CONFIG} "$@"', "sh",
            *([] if FULL else [f"STUDIES={' '.join(STUDIES)}"])]

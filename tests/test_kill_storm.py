@@ -14,7 +14,7 @@ import sys
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import PAIRED_INTERFERENCE, ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.e2e,
               pytest.mark.skipif(os.geteuid() != 0, reason="the runs mount file systems: needs root")]
@@ -25,7 +25,7 @@ def test_kill_storm_leaves_nothing_and_the_next_run_completes(tmp_path):
     config = yaml.safe_load((ROOT / "config" / "ci.yaml").read_text())
     # Beside another test (tests/conftest.py's PAIRED_FILES): a run it disturbs is kept and marked, not
     # measured again (on a quiet machine nothing is redone either way; the e2e test checks that).
-    config["interference"] = {"redo": 0}
+    config["interference"] = dict(PAIRED_INTERFERENCE)
     if not FULL:
         # Loop images, a memory cgroup and a swap file in well under a minute a run.
         studies = config["studies"]

@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from conftest import (
-    ALONE_FILES, LONGEST_FIRST, PAIRED_FILES, PARALLEL_FILES, SHARED_GROUPS, SHARED_TESTS, group_of, scope_of,
+    ALONE_FILES, LONGEST_FIRST, PAIRED_FILES, PAIRED_INTERFERENCE, PARALLEL_FILES, SHARED_GROUPS, SHARED_TESTS,
+    group_of, scope_of,
 )
+from boatload.studies.config import schema
 
 TESTS = Path(__file__).resolve().parent
 # What makes a test file unsafe beside another (or another unsafe beside it), as it reads in the source.
@@ -34,8 +36,8 @@ SWAPS = r"\(\s*\[?\"swapon\"|\bmemory_limit\((?![^,()]*,\s*0\s*,)|\bsetup_swap\(
 # ... and so does a run of the tmpfs study (its memory limit comes with a swap file): a config keeping it,
 # or the studies a `make reproduce` is told to run (STUDIES=) naming it.
 RUNS_TMPFS_STUDY = r"\bin \([^)]*\"tmpfs\"[^)]*\)|\bSTUDIES = .*\"tmpfs\""
-# A paired file's configs: a run the other test disturbs is kept and marked, never measured again.
-REDO_OFF = r"[\"']redo[\"']:\s*0\b"
+# A paired file's configs: tests/conftest.py's PAIRED_INTERFERENCE, redo and shield off.
+PAIRED_OFF = r"\bPAIRED_INTERFERENCE\b"
 SELF = Path(__file__).name  # holds the signs it looks for
 
 
@@ -101,7 +103,7 @@ def test_a_paired_file_measures_watches_nothing_and_redoes_nothing(name):
     source = (TESTS / name).read_text(encoding="utf-8")
     assert "measures a study or workflow" in signs(source), f"{name}: {PAIRED_FILES[name]}: why not parallel?"
     assert "watches the machine" not in signs(source)
-    assert re.search(REDO_OFF, source), f"{name}: a config without interference redo 0"
+    assert re.search(PAIRED_OFF, source), f"{name}: a config without PAIRED_INTERFERENCE (redo and shield off)"
 
 
 @pytest.mark.parametrize("name", sorted(PAIRED_FILES))
@@ -142,5 +144,9 @@ def test_the_signs_are_caught():
         'def small(config):\n    config["studies"] = {n: s[n] for n in ("forest", "tmpfs")}\n\n\n'
         'def test_a(workdir):\n    write(workdir, small)\n\n\n'
         'def test_b(workdir):\n    write(workdir, big)\n') == {"test_a"}
-    assert re.search(REDO_OFF, 'config["interference"] = {"redo": 0}\n')
-    assert not re.search(REDO_OFF, 'config["interference"] = {"redo": 2}\n')
+    assert re.search(PAIRED_OFF, 'config["interference"] = dict(PAIRED_INTERFERENCE)\n')
+    assert not re.search(PAIRED_OFF, 'config["interference"] = {"redo": 0}\n')
+    # what the paired files get: nothing measured again, nothing shielded, and a setting the schema knows
+    assert PAIRED_INTERFERENCE == {"redo": 0, "shield": False}
+    interference = schema()["properties"]["interference"]["properties"]
+    assert set(PAIRED_INTERFERENCE) <= set(interference)

@@ -15,7 +15,7 @@ import yaml
 
 from boatload.provision.ledger import Ledger
 from boatload.workflow import plan
-from conftest import ROOT, ours_left
+from conftest import PAIRED_INTERFERENCE, ROOT, ours_left
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mounts, loop devices, cgroups)")
 
@@ -29,7 +29,7 @@ def write_config(workdir: Path, name: str, edit) -> str:
     config = yaml.safe_load((workdir / "config" / "ci.yaml").read_text())
     # Beside another test (tests/conftest.py's PAIRED_FILES): a run it disturbs is kept and marked, not
     # measured again (on a quiet machine nothing is redone either way; the e2e test checks that).
-    config["interference"] = {"redo": 0}
+    config["interference"] = dict(PAIRED_INTERFERENCE)
     edit(config)
     (workdir / "config" / name).write_text(yaml.safe_dump(config))
     return f"config/{name}"

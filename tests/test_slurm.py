@@ -24,7 +24,7 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import PAIRED_INTERFERENCE, ROOT
 from notebook_checks import pdf_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -131,7 +131,7 @@ def _fleet_config(workdir: Path, studies: list[str] | None, targets: dict | None
         config["studies"][name].update(fields)
     # Both nodes are this machine's two cores: each disturbs the other, and a
     # redo would only triple the time (the record still says so).
-    config["interference"] = {"redo": 0}
+    config["interference"] = dict(PAIRED_INTERFERENCE)
     config["cluster"] = {"partition": "boatload", "hosts": NODES,
                          "scratch": str(workdir / "results" / "scratch" / "{node}")}
     (workdir / "config" / "fleet.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

@@ -55,6 +55,12 @@ def test_mean_allocation():
     assert degradation.mean_allocation(0) == 0
     assert degradation.mean_allocation(4096) == pytest.approx(4096 * 4096 / 4097)
     assert 4096 < degradation.mean_allocation(6552) < 8192
+    # the closed form against the mean over every size, whole blocks each
+    for size_max, block in ((1, 512), (511, 512), (1536, 512), (12345, 4096), (20000, 65536)):
+        direct = sum(-(-s // block) * block for s in range(size_max + 1)) / (size_max + 1)
+        assert degradation.mean_allocation(size_max, block) == pytest.approx(direct, rel=1e-12), (size_max, block)
+    # a terabyte of sizes (a config the preflight plans, then refuses): about half of it, whole blocks
+    assert degradation.mean_allocation(1 << 40) == pytest.approx((1 << 39) + 2048, rel=1e-9)
 
 
 @pytest.fixture

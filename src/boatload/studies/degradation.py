@@ -68,7 +68,6 @@ file system filling up.
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import statistics
 import subprocess
@@ -112,11 +111,11 @@ def memory_mb(limit_mb: int | None) -> int:
 
 def mean_allocation(size_max: int, block: int = 4096) -> float:
     """Mean bytes allocated for a file of uniform size 0..size_max (whole blocks)."""
-    total = 0
-    # sizes 1..size_max in runs of `block`: ceil(s / block) blocks each (size 0: none)
-    for k in range(1, math.ceil(size_max / block) + 1):
-        lo, hi = (k - 1) * block + 1, min(k * block, size_max)
-        total += (hi - lo + 1) * k * block
+    # sizes 1..size_max take ceil(s / block) blocks each (size 0: none): `full` whole runs of `block`
+    # sizes, the k-th taking k blocks, then `rest` sizes taking full + 1 (a sum, not a loop over the runs:
+    # a config may ask for sizes of terabytes, and the preflight plans it before refusing it)
+    full, rest = divmod(size_max, block)
+    total = block * block * full * (full + 1) // 2 + rest * (full + 1) * block
     return total / (size_max + 1)
 
 
