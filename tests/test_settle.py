@@ -88,7 +88,9 @@ def test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_ru
     assert summary["settle"]["decided"] == sum(v["settle"]["decided"] for v in carried)
     assert summary["settle"]["design"].startswith("at most 2 looks at 1, 4 runs per side")
     # the look's progress lines say how many claims were decided so far, the last line how many in all
-    assert re.search(r"^boatload: progress: .*; \d+ of \d+ claims tested decided so far$", out.stderr, re.M), \
+    # (beside another test a run may be kept disturbed, redo being off: the line then says so after it)
+    assert re.search(r"^boatload: progress: .*; \d+ of \d+ claims tested decided so far"
+                     r"(; \d+ kept disturbed by a constant load \(not measured again\))?$", out.stderr, re.M), \
         out.stderr[-3000:]
     tested = [v for v in summary["verdicts"] if v["verdict"] not in UNTESTABLE]
     assert f"in all {sum(v['verdict'] in DECIDED for v in tested)} of {len(tested)} claims tested decided" \
