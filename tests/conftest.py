@@ -79,8 +79,7 @@ ALONE_FILES = {
 # completing, what a run made and published) holds beside another test, and each keeps its clone, scratch
 # directory, loop devices, mounts, cgroups (its ledger's), Debian root and SLURM cluster its own. Each turns
 # the interference monitor's redo and the shield off in every config it runs (PAIRED_INTERFERENCE). Each
-# why says what the file checks, and why another test beside it
-# cannot change that.
+# why says what the file checks, and why another test beside it cannot change that.
 PAIRED_FILES = {
     "test_slurm.py": "the fleet through SLURM (this machine's only cluster), a node killed mid-run: its runs "
                      "recorded as failed, cleaned up and measured again; a cancelled job's teardown",

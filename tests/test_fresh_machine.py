@@ -39,8 +39,8 @@ STUDIES = ("degradation", "journal", "forest", "filecount", "tmpfs") if FULL els
 # again: the clone is the committed HEAD, so its config with that setting (config/ci.yaml and this line) is
 # written there first, in the clone's git-ignored results/.
 CONFIG = "results/fresh-machine.yaml"
-REDO_OFF = f"interference: {json.dumps(PAIRED_INTERFERENCE)}"
-COMMAND = ["sh", "-c", f"mkdir -p results && {{ cat config/ci.yaml; printf '\\n%s\\n' '{REDO_OFF}'; }} > {CONFIG} "
+PAIRED_LINE = f"interference: {json.dumps(PAIRED_INTERFERENCE)}"
+COMMAND = ["sh", "-c", f"mkdir -p results && {{ cat config/ci.yaml; printf '\\n%s\\n' '{PAIRED_LINE}'; }} > {CONFIG} "
            f'&& exec make reproduce CONFIG={CONFIG} "$@"', "sh",
            *([] if FULL else [f"STUDIES={' '.join(STUDIES)}"])]
 # The root, the packages bootstrap installs, the Python environment, the

@@ -29,18 +29,16 @@ def schema() -> dict:
     help and defaults live."""
     from boatload.studies import registry
 
-    path = SCHEMA_FILE if SCHEMA_FILE.is_file() else repo_root() / "workflow" / "schemas" / "config.schema.yaml"
-    stat = path.stat()
-    out = copy.deepcopy(_schema_file(str(path), stat.st_mtime_ns, stat.st_size))
+    out = copy.deepcopy(_schema_file())
     out["properties"]["studies"]["properties"] = {name: s.settings for name, s in registry().items()}
     return out
 
 
-@lru_cache(maxsize=4)
-def _schema_file(path: str, mtime_ns: int, size: int) -> dict:
-    """The schema file parsed, once per version of it (a validation per config mutation or job
-    otherwise parses it again each time)."""
-    return yaml.safe_load(Path(path).read_text())
+@lru_cache(maxsize=1)
+def _schema_file() -> dict:
+    """The schema file parsed, once a process (a validation per config mutation parsed it each time)."""
+    path = SCHEMA_FILE if SCHEMA_FILE.is_file() else repo_root() / "workflow" / "schemas" / "config.schema.yaml"
+    return yaml.safe_load(path.read_text())
 
 
 def _fill_scale_defaults(config: dict) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from functools import lru_cache
 from pathlib import Path
 
 from boatload.base.paths import repo_root
@@ -41,20 +40,13 @@ def param_args(params: dict) -> list[str]:
 def calc(params: dict, size: int, *command: str) -> str:
     """Run devmodel-calc; its one-line refusal becomes a ValueError."""
     require_built()
-    binary = calc_path()
-    returncode, stdout, stderr = _calc(str(binary), binary.stat().st_mtime_ns,
-                                       (*param_args(params), f"size={size}", *command))
-    if returncode != 0:
-        raise ValueError(stderr.strip().removeprefix("devmodel-calc: "))
-    return stdout.strip()
-
-
-@lru_cache(maxsize=4096)
-def _calc(binary: str, mtime_ns: int, args: tuple[str, ...]) -> tuple[int, str, str]:
-    """devmodel-calc's answer, once per build of it and arguments: it is a pure function of them, and the
-    preflight asks it the same for every run of a model (a process each, slow on a busy machine)."""
-    r = subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
-    return r.returncode, r.stdout, r.stderr
+    r = subprocess.run(
+        [str(calc_path()), *param_args(params), f"size={size}", *command],
+        capture_output=True, text=True, timeout=60,
+    )
+    if r.returncode != 0:
+        raise ValueError(r.stderr.strip().removeprefix("devmodel-calc: "))
+    return r.stdout.strip()
 
 
 def expect_random_read_us(params: dict, size: int, span: float = 1.0, length: int = 4096) -> float:
