@@ -145,3 +145,50 @@ def test_every_word_is_wrong_at_most_the_level_allows_on_paired_rounds(paired_ca
         case = next(c for c in paired_cases if c.runs == runs and c.original is None
                     and c.truth == RULE.equivalence_margin)
         assert abs(case.rate("not equivalent") - tail) <= simulation_allowance(tail, PAIRED_DRAWS), (runs, tail)
+
+
+def _stat_runs(rng, truth: float, runs: int, passes: int = 5) -> dict[str, list[float]]:
+    """`runs` runs of the journal's random stat at the rate `truth`, each of `passes` passes, on a
+    host that takes the processor from a pass (a third of them, 5-30 % slower) and now and then from
+    a whole run (one in five, 10-25 % slower): each run's rate both ways the study can merge them."""
+    from boatload.studies.journal import merged_passes
+
+    out: dict[str, list[float]] = {"fastest": [], "all": []}
+    for _ in range(runs):
+        whole = rng.uniform(0.75, 0.9) if rng.random() < 0.2 else 1.0
+        phases = []
+        for _ in range(passes):
+            rate = truth * whole * math.exp(rng.normal(0.0, 0.01))
+            if rng.random() < 1 / 3:
+                rate *= rng.uniform(0.7, 0.95)
+            phases.append({"phase": "random_stat", "ops": 50_000, "seconds": 50_000 / rate, "ops_per_s": rate,
+                           "p50_us": 1.0, "p99_us": 2.0, "cpu_user_s": 0.0, "cpu_sys_s": 0.0})
+        merged = merged_passes(phases)[0]
+        out["fastest"].append(merged["ops_per_s"])
+        out["all"].append(merged["ops_per_s_all_passes"])
+    return out
+
+
+def test_the_stats_fastest_pass_keeps_the_equivalence_error_rate_and_decides_more():
+    """The journal's random stat is the fastest of a run's passes (boatload.studies.journal.merged_passes).
+    On a host that only ever slows a pass down, the rule on the fastest pass still says "equivalent" at
+    most 5 % of the time when the truth is at the margin, and says it far more often than the rate over
+    all passes does when the truth is 1 (4 runs a side, the quick config's)."""
+    import numpy as np
+
+    from boatload.analysis.verdict import no_difference
+
+    rng = np.random.default_rng(20261128)
+    draws, runs = 2000, 4
+    allowed = 1.0 - RULE.level
+    for truth in (RULE.equivalence_margin, 1.0 / RULE.equivalence_margin):
+        said = sum(no_difference("t", None, _stat_runs(rng, truth, runs)["fastest"],
+                                 _stat_runs(rng, 1.0, runs)["fastest"], RULE)["verdict"] == "equivalent"
+                   for _ in range(draws))
+        assert said / draws <= allowed + simulation_allowance(allowed, draws), (truth, said)
+    decided = {"fastest": 0, "all": 0}
+    for _ in range(draws // 4):
+        ours, base = _stat_runs(rng, 1.0, runs), _stat_runs(rng, 1.0, runs)
+        for way in decided:
+            decided[way] += no_difference("t", None, ours[way], base[way], RULE)["verdict"] == "equivalent"
+    assert decided["fastest"] >= 1.5 * decided["all"], decided
