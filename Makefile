@@ -16,7 +16,7 @@ UV := $(shell command -v uv 2>/dev/null || echo "python3 -m uv")
 # What scripts/bootstrap.sh installs: the studies' tools, plus the tests' for `make test`.
 BOOTSTRAP_FOR := reproduce
 
-.PHONY: settle reproduce test test-native test-native-held test-python test-shared test-alone figure lab env worker clean-mounts clean dry-run bootstrap
+.PHONY: settle reproduce test test-native test-python figure lab env worker clean-mounts clean dry-run bootstrap
 
 ## reproduce: run every study and build results/paper/paper.pdf (root: real mounts; else plain directories)
 reproduce: env worker
@@ -34,9 +34,7 @@ dry-run: env
 
 ## test: C tests (plain and sanitized), the pytest suite, and an end-to-end run on config/ci.yaml
 test: BOOTSTRAP_FOR := test
-test: env worker
-	$(MAKE) --no-print-directory -j2 test-native-held test-shared
-	$(MAKE) --no-print-directory test-alone
+test: env worker test-native test-python
 
 # the native builds on every core (nothing is measured while they run)
 NATIVE_JOBS := $(shell nproc 2>/dev/null || echo 1)
@@ -50,21 +48,9 @@ test-native:
 # (PAIRED_FILES); tests sharing one thing of the machine's in an xdist group. Three on two cores: the
 # fleet, the kill storm and the fresh machine spend much of their time waiting (bench/README.md, "One
 # session on three workers"). Then the timing and quiet-machine ones alone, one at a time (ALONE_FILES).
-# `make test` runs the C tests beside the shared session (they time nothing, and the session keeps
-# 1.77 of the two cores busy: bench/README.md), their output held until they end.
 test-python: env worker
-	$(MAKE) --no-print-directory test-shared
-	$(MAKE) --no-print-directory test-alone
-
-test-shared: env worker
 	pytest -m "parallel or paired" -n 3 --dist loadgroup
-
-test-alone: env worker
 	pytest -m alone
-
-test-native-held: worker
-	@$(MAKE) --no-print-directory test-native > native/build/test-native.log 2>&1; status=$$?; \
-	  cat native/build/test-native.log; exit $$status
 
 ## figure: rerun one study's notebook and the paper from the data already measured (STUDY=forest),
 ## with the config those data were measured with (or CONFIG=...)
