@@ -1,11 +1,12 @@
 """The journal's random stat, a run's rate taken two ways: over all its passes
 (stats over their summed seconds) and its fastest pass. For each checkout
 given (a quick run's clone: its data/runs and results/tables), and each of its
-claims of no difference on the random stat, the interval of the first rounds
-at the level the workflow's first analysis uses for them (two one-sided tests)
-with the runs' rates taken either way, and whether it decides the claim
-(equivalent: inside the margin; not equivalent: wholly outside). Prints a line
-per checkout, then the spread (CV) of a point's rates either way.
+claims of no difference on the random stat, the project's verdict on the first
+rounds' runs (boatload.analysis.verdict.no_difference at the summary's
+settings, as the workflow's first analysis gives it) with the runs' rates
+taken either way (boatload.studies.journal.phases_of), and whether it decides
+the claim. Prints a line per checkout, with the median spread (CV) of a
+point's rates either way.
 
     uv run python bench/best_pass.py CHECKOUT [CHECKOUT ...] [--rounds 4]
 
@@ -21,29 +22,31 @@ import statistics
 import sys
 from pathlib import Path
 
-from boatload.analysis.intervals import ratio_interval, tost_level
+from boatload.analysis.spread import point_spread
+from boatload.analysis.verdict import DECIDED, Rule, no_difference
+from boatload.studies.journal import phases_of
+
+WAYS = {"all passes": "ops_per_s_all_passes", "fastest pass": "ops_per_s"}
 
 
 def stat_rates(checkout: Path, target: str, rounds: int) -> dict[str, list[float]]:
-    """The point's first `rounds` runs' stat rates: over all passes and the fastest pass."""
-    out: dict[str, list[float]] = {"all passes": [], "fastest pass": []}
+    """The point's first `rounds` runs' stat rates, both ways the study merges a run's passes."""
+    out: dict[str, list[float]] = {way: [] for way in WAYS}
     runs = sorted(checkout.glob(f"data/runs/*/journal/{target}/meta/rep*.json"),
                   key=lambda p: int(p.stem.removeprefix("rep")))
     for path in runs[:rounds]:
-        worker = json.loads(path.read_text())["result"].get("worker_result") or {}
-        passes = [ph for ph in worker.get("phases", []) if ph["name"] == "stat" and ph["seconds"] > 0]
-        if not passes:
-            continue
-        out["all passes"].append(sum(ph["ops"] for ph in passes) / sum(ph["seconds"] for ph in passes))
-        out["fastest pass"].append(max(ph["ops"] / ph["seconds"] for ph in passes))
+        worker = json.loads(path.read_text())["result"].get("worker_result")
+        stat = next((p for p in phases_of(worker) if p["phase"] == "random_stat"), None) if worker else None
+        if stat and stat["ops_per_s"]:
+            for way, column in WAYS.items():
+                out[way].append(stat[column])
     return out
 
 
-def stat_claims(checkout: Path) -> tuple[list[dict], float, float]:
+def stat_claims(checkout: Path) -> tuple[list[dict], Rule]:
     summary = json.loads((checkout / "results/tables/journal-summary.json").read_text())
-    rule = summary["verdict_settings"]
     claims = [c for c in summary["verdicts"] if c.get("phase") == "random_stat" and c.get("test") == "no difference"]
-    return claims, float(rule["level"]), float(rule["equivalence_margin"])
+    return claims, Rule(**summary["verdict_settings"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,31 +54,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("checkouts", nargs="+", type=Path)
     ap.add_argument("--rounds", type=int, default=4, help="the first rounds' runs a point (default 4)")
     args = ap.parse_args(argv)
-    totals = {"all passes": 0, "fastest pass": 0}
+    totals = dict.fromkeys(WAYS, 0)
     claims_seen = 0
     for checkout in args.checkouts:
-        claims, level, margin = stat_claims(checkout)
-        decided = {"all passes": 0, "fastest pass": 0}
-        cvs: dict[str, list[float]] = {"all passes": [], "fastest pass": []}
+        claims, rule = stat_claims(checkout)
+        decided = dict.fromkeys(WAYS, 0)
         rates = {}
         for c in claims:
             for name in (c["numerator"], c["denominator"]):
                 rates.setdefault(name, stat_rates(checkout, name, args.rounds))
-            for way in decided:
-                a, b = rates[c["numerator"]][way], rates[c["denominator"]][way]
-                r = ratio_interval(a, b, tost_level(level))
-                if r.low is not None and (1 / margin <= r.low and r.high <= margin or r.low > margin
-                                          or r.high < 1 / margin):
-                    decided[way] += 1
-        for way in cvs:
-            cvs[way] = [statistics.pstdev(v[way]) / statistics.fmean(v[way]) for v in rates.values()
-                        if len(v[way]) > 1]
+            for way in WAYS:
+                verdict = no_difference(c["claim"], None, rates[c["numerator"]][way],
+                                        rates[c["denominator"]][way], rule)["verdict"]
+                decided[way] += verdict in DECIDED
+        cvs = {way: statistics.median(point_spread(v[way]) for v in rates.values()) for way in WAYS}
         claims_seen += len(claims)
-        for way in decided:
+        for way in WAYS:
             totals[way] += decided[way]
         print(f"{checkout}: {len(claims)} stat claims; decided, all passes {decided['all passes']}, fastest pass "
-              f"{decided['fastest pass']}; median CV of a point, all passes "
-              f"{statistics.median(cvs['all passes']):.1%}, fastest pass {statistics.median(cvs['fastest pass']):.1%}")
+              f"{decided['fastest pass']}; median CV of a point, all passes {cvs['all passes']:.1%}, "
+              f"fastest pass {cvs['fastest pass']:.1%}")
     print(f"in all: {claims_seen} claims; decided, all passes {totals['all passes']}, "
           f"fastest pass {totals['fastest pass']}")
     return 0

@@ -15,13 +15,14 @@ both: a first look, not the worker's numbers.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import random
 import statistics
 import sys
 import tempfile
 import time
+
+from boatload.analysis.spread import point_spread
 
 
 def yardstick() -> float:
@@ -37,16 +38,6 @@ def stat_pass(names: list[str]) -> float:
     for name in names:
         os.stat(name)
     return time.perf_counter() - t
-
-
-def cv(values: list[float]) -> float:
-    return statistics.pstdev(values) / statistics.fmean(values)
-
-
-def correlation(a: list[float], b: list[float]) -> float:
-    ma, mb = statistics.fmean(a), statistics.fmean(b)
-    num = sum((x - ma) * (y - mb) for x, y in zip(a, b))
-    return num / math.sqrt(sum((x - ma) ** 2 for x in a) * sum((y - mb) ** 2 for y in b))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,13 +57,13 @@ def main(argv: list[str] | None = None) -> int:
             yard.append(1.0 / yardstick())
             stat.append(1.0 / stat_pass(names))
     over = [s / y for s, y in zip(stat, yard)]
-    print(f"{len(stat)} passes: yardstick CV {cv(yard):.1%}, stat CV {cv(stat):.1%}, correlation "
-          f"{correlation(yard, stat):.2f}; stat over yardstick CV {cv(over):.1%}")
+    print(f"{len(stat)} passes: yardstick CV {point_spread(yard):.1%}, stat CV {point_spread(stat):.1%}, "
+          f"correlation {statistics.correlation(yard, stat):.2f}; stat over yardstick CV {point_spread(over):.1%}")
     blocks = [range(i, i + 5) for i in range(0, len(stat) - 4, 5)]
     fastest = [max(stat[j] for j in b) for b in blocks]
     normalised = [statistics.fmean(over[j] for j in b) for b in blocks]
-    print(f"{len(blocks)} blocks of 5: fastest pass CV {cv(fastest):.1%}, mean over the yardstick CV "
-          f"{cv(normalised):.1%}")
+    print(f"{len(blocks)} blocks of 5: fastest pass CV {point_spread(fastest):.1%}, mean over the yardstick CV "
+          f"{point_spread(normalised):.1%}")
     return 0
 
 

@@ -1,5 +1,6 @@
 """The journal study: its jobs, one real run on a ci-sized xfs target, the tidy table, no root."""
 
+import copy
 import json
 import os
 from pathlib import Path
@@ -138,7 +139,7 @@ def test_a_ci_job_on_xfs_measures_the_five_phases(study_scratch, tmp_path):
     assert all(r["ops_per_s"] == r["ops_per_s_all_passes"] for r in rows if r["phase"] != "random_stat")
     # a run kept from before the passes merged this way is tabled from the worker's record as the
     # new ones are, not from the merged phases it stored
-    old = json.loads(json.dumps(doc))
+    old = copy.deepcopy(doc)
     for ph in old["result"]["phases"]:
         ph["ops_per_s"] = 1.0
     assert journal.rows(old) == rows
