@@ -200,7 +200,9 @@ def forest_fixture_run(tmp_path_factory) -> dict[str, Path]:
     changes them works on a copy."""
     from notebook_checks import load_fixtures
 
-    return load_fixtures("fixtures").run_forest_notebook(tmp_path_factory.mktemp("forest-fixture"), ROOT)
+    fixtures = load_fixtures("fixtures")
+    return fixtures.run_forest_notebook(tmp_path_factory.mktemp("forest-fixture"), ROOT,
+                                        formats=fixtures.fixturelib.ALL_FORMATS)
 
 
 @pytest.fixture(scope="session")
@@ -210,7 +212,8 @@ def journal_fixture_run(tmp_path_factory) -> dict[str, Path]:
     raid-hdd): {"results", "executed", "journal", "provenance"}, read only."""
     from notebook_checks import load_fixtures
 
-    return load_fixtures("journal").run_notebook(tmp_path_factory.mktemp("journal-fixture"), ROOT)
+    journal = load_fixtures("journal")
+    return journal.run_notebook(tmp_path_factory.mktemp("journal-fixture"), ROOT, formats=journal.fixturelib.ALL_FORMATS)
 
 
 @pytest.fixture(scope="session")

@@ -62,10 +62,10 @@ def summary_of(results: Path, *, study: str) -> dict:
     return json.loads((results / "tables" / f"{study}-summary.json").read_text())
 
 
-def check_figure_files(results: Path, names, *, study: str) -> None:
-    """Each figure saved as SVG, PNG and PDF (real files of their kind) and its spec."""
+def check_figure_files(results: Path, names, *, study: str, formats=tuple(MAGIC)) -> None:
+    """Each figure saved in each of `formats` (real files of their kind: SVG, PNG, PDF) and its spec."""
     for name in names:
-        for ext, head in MAGIC.items():
+        for ext, head in ((ext, MAGIC[ext]) for ext in formats):
             path = results / "figures" / f"{study}-{name}.{ext}"
             assert path.is_file() and path.stat().st_size > 1000, path
             assert path.read_bytes()[:64].lstrip().startswith(head), path

@@ -42,6 +42,8 @@ def test_shipped_configs_are_valid(name):
         (lambda c: c.update(verdicts={"band_factor": 1}), "verdicts.band_factor: 1 is less than or equal to the minimum of 1"),
         (lambda c: c.update(verdicts={"equivalence_margin": "10 %"}), "verdicts.equivalence_margin"),
         (lambda c: c.update(verdicts={"band": 2}), "verdicts.band: unknown field"),
+        (lambda c: c.update(figure_formats=["png"]), "figure_formats: must include 'svg', not only ['png']"),
+        (lambda c: c.update(figure_formats=["svg", "gif"]), "figure_formats[1]: 'gif' is not one of"),
         (lambda c: c["studies"]["tmpfs"]["per_target"].update(xfs={"dirs": 10}),
          "studies.tmpfs.per_target.xfs: not one of the study's targets"),
         (lambda c: c["studies"]["tmpfs"]["per_target"]["ext3-hdd"].update(memory_limit_mb=8),

@@ -138,6 +138,9 @@ def test_ci_run_builds_the_paper_then_has_nothing_to_do(workdir, tmp_path):
         assert all(p["projected_s"] > 0 for p in projection["targets"])
     for figure in FIGURES["forest"]:
         assert (workdir / "results" / "figures" / f"forest-{figure}.svg").stat().st_size > 1000, figure
+    # config/ci.yaml's figure_formats, [svg], reached every notebook: no PNG or PDF beside the specs
+    assert config["figure_formats"] == ["svg"]
+    assert {p.name.split(".", 1)[1] for p in (workdir / "results" / "figures").iterdir()} == {"svg", "vl.json"}
 
     # Every raw result carries its provenance.
     raw = json.loads(next((host / "forest").rglob("rep1.json")).read_text())

@@ -29,7 +29,7 @@ FX = load_fixtures(STUDY)
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return FX.run_notebook(tmp_path_factory.mktemp("degradation"), REPO)
+    return FX.run_notebook(tmp_path_factory.mktemp("degradation"), REPO, formats=FX.fixturelib.ALL_FORMATS)
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +73,8 @@ figure_rows = partial(nc.figure_rows, study=STUDY)
 summary_of = partial(nc.summary_of, study=STUDY)
 
 
-def check_figure_files(results: Path) -> None:
-    nc.check_figure_files(results, FIGURES, study=STUDY)
+def check_figure_files(results: Path, formats=tuple(nc.MAGIC)) -> None:
+    nc.check_figure_files(results, FIGURES, study=STUDY, formats=formats)
 
 
 def check_measured_points(results: Path, runs: pl.DataFrame) -> None:
@@ -256,7 +256,7 @@ def test_all_skipped(skipped):
     assert s["counts"]["points"] == 0 and s["counts"]["jobs_not_measured"] == s["counts"]["jobs"] == 2 * FX.REPS
     assert {v["verdict"] for v in s["verdicts"]} == {"not tested"}
     assert all(r["reason"].startswith("not root") for r in s["not_measured"])
-    check_figure_files(results)
+    check_figure_files(results, formats=("svg",))
     for name in FIGURES:
         rows = figure_rows(results, name)
         assert rows and {r["source"] for r in rows} == {"published"}
@@ -276,7 +276,7 @@ def test_real_data(data, tmp_path):
     out = FX.run_notebook(tmp_path, REPO, data=data)
     results = out["results"]
     runs = pl.read_parquet(data)
-    check_figure_files(results)
+    check_figure_files(results, formats=("svg",))
     check_measured_points(results, runs)
     check_published_points(results)
     s = summary_of(results)

@@ -30,7 +30,7 @@ FX = load_fixtures(STUDY)
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return FX.run_notebook(tmp_path_factory.mktemp("filecount"), REPO)
+    return FX.run_notebook(tmp_path_factory.mktemp("filecount"), REPO, formats=FX.fixturelib.ALL_FORMATS)
 
 
 @pytest.fixture(scope="module")
@@ -81,8 +81,8 @@ figure_rows = partial(nc.figure_rows, study=STUDY)
 summary_of = partial(nc.summary_of, study=STUDY)
 
 
-def check_figure_files(results: Path) -> None:
-    nc.check_figure_files(results, FIGURES, study=STUDY)
+def check_figure_files(results: Path, formats=tuple(nc.MAGIC)) -> None:
+    nc.check_figure_files(results, FIGURES, study=STUDY, formats=formats)
 
 
 def check_measured_points(results: Path, runs: pl.DataFrame) -> None:
@@ -280,7 +280,7 @@ def test_all_skipped(skipped):
     s = summary_of(results)
     assert s["counts"]["points_measured"] == 0 and s["counts"]["runs_not_measured"] == s["counts"]["runs"]
     assert {v["verdict"] for v in s["verdicts"]} == {"not tested"}
-    check_figure_files(results)
+    check_figure_files(results, formats=("svg",))
     for name in FIGURES:
         rows = figure_rows(results, name)
         assert rows and {r["source"] for r in rows} == {"published"}
@@ -300,7 +300,7 @@ def test_real_data(data, tmp_path):
     out = FX.run_notebook(tmp_path, REPO, data=data)
     results = out["results"]
     runs = pl.read_parquet(data)
-    check_figure_files(results)
+    check_figure_files(results, formats=("svg",))
     check_measured_points(results, runs)
     check_published_points(results)
     s = summary_of(results)

@@ -28,7 +28,7 @@ FX = load_fixtures(STUDY)
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return FX.run_notebook(tmp_path_factory.mktemp("tmpfs"), REPO)
+    return FX.run_notebook(tmp_path_factory.mktemp("tmpfs"), REPO, formats=FX.fixturelib.ALL_FORMATS)
 
 
 @pytest.fixture(scope="module")

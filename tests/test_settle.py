@@ -87,6 +87,9 @@ def test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_ru
     assert summary["settle"]["runs_added"] == 3 * len(OPEN_POINTS)
     assert summary["settle"]["decided"] == sum(v["settle"]["decided"] for v in carried)
     assert summary["settle"]["design"].startswith("at most 2 looks at 1, 4 runs per side")
+    # the look's analysis wrote its figures as SVG alone (shown nowhere; the workflow's follow the config)
+    look_figures = {p.name.split(".", 1)[1] for p in (workdir / "results" / "settle" / "look2" / "figures").iterdir()}
+    assert look_figures == {"svg", "vl.json"}, look_figures
     # the look's progress lines say how many claims were decided so far, the last line how many in all
     # (beside another test a run may be kept disturbed, redo being off: the line then says so after it)
     assert re.search(r"^boatload: progress: .*; \d+ of \d+ claims tested decided so far"

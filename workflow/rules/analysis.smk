@@ -90,12 +90,13 @@ for _study in ANALYSED:
         params:
             caption=registry()[_study].caption,
             verdicts=VERDICT_PARAMS,
+            figures=FIGURE_PARAMS,
         localrule: True
         log:
             f"results/logs/notebook_{_study}.log",
         shell:
             "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
-            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results {params.verdicts} "
+            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results {params.verdicts} {params.figures} "
             "> {log:q} 2>&1"
 
 
@@ -117,6 +118,7 @@ for _study in ANALYSED if OTHER_HOSTS else []:
         params:
             out="results/hosts/{host}",
             verdicts=VERDICT_PARAMS,
+            figures=FIGURE_PARAMS,
         wildcard_constraints:
             host="|".join(map(re.escape, OTHER_HOSTS)),
         localrule: True
@@ -124,5 +126,5 @@ for _study in ANALYSED if OTHER_HOSTS else []:
             f"results/logs/{{host}}/notebook_{_study}.log",
         shell:
             "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
-            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir {params.out:q} {params.verdicts} "
+            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir {params.out:q} {params.verdicts} {params.figures} "
             "> {log:q} 2>&1"

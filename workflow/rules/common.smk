@@ -5,12 +5,14 @@
 import json
 import os
 import re
+import shlex
 import sys
 from glob import glob
 
 from boatload.workflow import cluster, plan
 from boatload.analysis import settle_record
 from boatload.base.errors import ConfigError
+from boatload.studies.config import figure_formats, notebook_figure_parameter
 from boatload.measure.interference import DEFAULTS as INTERFERENCE_DEFAULTS
 from boatload.studies import registry
 from boatload.base.system import hostname
@@ -59,6 +61,8 @@ ANALYSED = [name for name in STUDIES if os.path.exists(f"notebooks/{name}.ipynb"
 INTERFERENCE = {**INTERFERENCE_DEFAULTS, **config.get("interference", {})}
 # The verdict rule's settings, passed to every notebook (boatload.analysis.verdict.Rule's defaults otherwise).
 VERDICT_PARAMS = " ".join(f"-p {k} {v}" for k, v in sorted((config.get("verdicts") or {}).items()))
+# The figure files each notebook writes (config figure_formats): the SVGs are the rules' declared outputs.
+FIGURE_PARAMS = " ".join(shlex.quote(a) for a in notebook_figure_parameter(figure_formats(config)))
 
 # Nix puts the worker in the store and says where; otherwise we build it here.
 WORKER = os.environ.get("BOATLOAD_WORKER") or "native/build/boatload-worker"

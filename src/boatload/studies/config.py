@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -71,6 +72,9 @@ def validate(config: dict) -> dict:
             extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
             prefix = f"{where}." if error.absolute_path else ""
             raise ConfigError(f"config: {prefix}{extra[0]}: unknown field (allowed: {', '.join(error.schema['properties'])})")
+        if error.validator == "contains" and "const" in error.validator_value:
+            raise ConfigError(f"config: {where}: must include {error.validator_value['const']!r}, not only "
+                              f"{error.instance}")
         raise ConfigError(f"config: {where}: {error.message}")
     if not config["studies"]:
         known = ", ".join(schema()["properties"]["studies"]["properties"])
@@ -111,3 +115,13 @@ def load(path: Path) -> dict:
     if not isinstance(data, dict):
         raise ConfigError(f"config: {path}: expected a mapping at the top level")
     return validate(data)
+
+
+def figure_formats(config: dict) -> list[str]:
+    """The files the notebooks write of each figure (config `figure_formats`, else the schema's default)."""
+    return list(config.get("figure_formats") or schema()["properties"]["figure_formats"]["default"])
+
+
+def notebook_figure_parameter(formats: list[str]) -> list[str]:
+    """papermill's arguments that set a notebook's `formats` parameter."""
+    return ["-y", f"formats: {json.dumps(list(formats))}"]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from boatload.workflow import plan
 from boatload.analysis import settle_record
-from boatload.studies.config import ConfigError, load
+from boatload.studies.config import ConfigError, load, notebook_figure_parameter
 from boatload.analysis.intervals import mann_whitney_rank
 from boatload.workflow.preflight import analysis_seconds, estimates, tail_seconds
 from boatload.workflow.reproduce import main as reproduce
@@ -132,7 +132,9 @@ def _notebook(root: Path, config: dict, configfile: str, name: str, host: str, o
     params = [a for k, v in sorted((config.get("verdicts") or {}).items()) for a in ("-p", k, str(v))]
     argv = ["papermill", f"notebooks/{name}.ipynb", str(out / "notebooks" / f"{name}.ipynb"), "-k", "python3",
             "--cwd", ".", "-p", "data", f"data/runs/{host}/{name}.parquet", "-p", "reference",
-            f"data/reference/{name}.csv", "-p", "out_dir", str(out), "-p", "level", repr(level), *params]
+            f"data/reference/{name}.csv", "-p", "out_dir", str(out), "-p", "level", repr(level), *params,
+            # a look's figures are shown nowhere: only the SVG the notebook always writes
+            *notebook_figure_parameter(["svg"])]
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     log = out / f"{name}.log"
     with open(log, "w") as handle:
