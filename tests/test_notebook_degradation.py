@@ -73,8 +73,7 @@ figure_rows = partial(nc.figure_rows, study=STUDY)
 summary_of = partial(nc.summary_of, study=STUDY)
 
 
-def check_figure_files(results: Path, formats=tuple(nc.MAGIC)) -> None:
-    nc.check_figure_files(results, FIGURES, study=STUDY, formats=formats)
+check_figure_files = partial(nc.check_figure_files, names=FIGURES, study=STUDY)
 
 
 def check_measured_points(results: Path, runs: pl.DataFrame) -> None:

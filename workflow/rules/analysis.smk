@@ -89,14 +89,13 @@ for _study in ANALYSED:
             ],
         params:
             caption=registry()[_study].caption,
-            verdicts=VERDICT_PARAMS,
-            figures=FIGURE_PARAMS,
+            settings=NOTEBOOK_PARAMS,
         localrule: True
         log:
             f"results/logs/notebook_{_study}.log",
         shell:
             "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
-            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results {params.verdicts} {params.figures} "
+            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir results {params.settings} "
             "> {log:q} 2>&1"
 
 
@@ -117,8 +116,7 @@ for _study in ANALYSED if OTHER_HOSTS else []:
             summary=f"results/hosts/{{host}}/tables/{_study}-summary.json",
         params:
             out="results/hosts/{host}",
-            verdicts=VERDICT_PARAMS,
-            figures=FIGURE_PARAMS,
+            settings=NOTEBOOK_PARAMS,
         wildcard_constraints:
             host="|".join(map(re.escape, OTHER_HOSTS)),
         localrule: True
@@ -126,5 +124,5 @@ for _study in ANALYSED if OTHER_HOSTS else []:
             f"results/logs/{{host}}/notebook_{_study}.log",
         shell:
             "papermill {input.notebook:q} {output.notebook:q} -k python3 --cwd . "
-            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir {params.out:q} {params.verdicts} {params.figures} "
+            "-p data {input.data:q} -p reference {input.reference:q} -p out_dir {params.out:q} {params.settings} "
             "> {log:q} 2>&1"

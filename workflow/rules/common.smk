@@ -12,7 +12,7 @@ from glob import glob
 from boatload.workflow import cluster, plan
 from boatload.analysis import settle_record
 from boatload.base.errors import ConfigError
-from boatload.studies.config import figure_formats, notebook_figure_parameter
+from boatload.workflow.notebooks import notebook_arguments
 from boatload.measure.interference import DEFAULTS as INTERFERENCE_DEFAULTS
 from boatload.studies import registry
 from boatload.base.system import hostname
@@ -59,10 +59,9 @@ ANALYSED = [name for name in STUDIES if os.path.exists(f"notebooks/{name}.ipynb"
 
 # What counts as a disturbed timed phase; every job carries it, so a raw run says what it was held to.
 INTERFERENCE = {**INTERFERENCE_DEFAULTS, **config.get("interference", {})}
-# The verdict rule's settings, passed to every notebook (boatload.analysis.verdict.Rule's defaults otherwise).
-VERDICT_PARAMS = " ".join(f"-p {k} {v}" for k, v in sorted((config.get("verdicts") or {}).items()))
-# The figure files each notebook writes (config figure_formats): the SVGs are the rules' declared outputs.
-FIGURE_PARAMS = " ".join(shlex.quote(a) for a in notebook_figure_parameter(figure_formats(config)))
+# Every notebook's settings from the config: the verdict rule's (boatload.analysis.verdict.Rule's defaults
+# otherwise) and the figure files it writes (figure_formats: the SVGs are the rules' declared outputs).
+NOTEBOOK_PARAMS = " ".join(shlex.quote(a) for a in notebook_arguments(config))
 
 # Nix puts the worker in the store and says where; otherwise we build it here.
 WORKER = os.environ.get("BOATLOAD_WORKER") or "native/build/boatload-worker"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from functools import lru_cache
 from pathlib import Path
 
@@ -120,8 +119,3 @@ def load(path: Path) -> dict:
 def figure_formats(config: dict) -> list[str]:
     """The files the notebooks write of each figure (config `figure_formats`, else the schema's default)."""
     return list(config.get("figure_formats") or schema()["properties"]["figure_formats"]["default"])
-
-
-def notebook_figure_parameter(formats: list[str]) -> list[str]:
-    """papermill's arguments that set a notebook's `formats` parameter."""
-    return ["-y", f"formats: {json.dumps(list(formats))}"]

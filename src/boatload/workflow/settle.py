@@ -21,7 +21,8 @@ from pathlib import Path
 
 from boatload.workflow import plan
 from boatload.analysis import settle_record
-from boatload.studies.config import ConfigError, load, notebook_figure_parameter
+from boatload.studies.config import ConfigError, load
+from boatload.workflow.notebooks import notebook_arguments
 from boatload.analysis.intervals import mann_whitney_rank
 from boatload.workflow.preflight import analysis_seconds, estimates, tail_seconds
 from boatload.workflow.reproduce import main as reproduce
@@ -129,12 +130,11 @@ def _possible(claim: dict, reps: int, level: float) -> bool:
 
 def _notebook(root: Path, config: dict, configfile: str, name: str, host: str, out: Path, level: float) -> dict:
     """The study's notebook at `level` on the runs made, into `out`; its summary."""
-    params = [a for k, v in sorted((config.get("verdicts") or {}).items()) for a in ("-p", k, str(v))]
     argv = ["papermill", f"notebooks/{name}.ipynb", str(out / "notebooks" / f"{name}.ipynb"), "-k", "python3",
             "--cwd", ".", "-p", "data", f"data/runs/{host}/{name}.parquet", "-p", "reference",
-            f"data/reference/{name}.csv", "-p", "out_dir", str(out), "-p", "level", repr(level), *params,
+            f"data/reference/{name}.csv", "-p", "out_dir", str(out), "-p", "level", repr(level),
             # a look's figures are shown nowhere: only the SVG the notebook always writes
-            *notebook_figure_parameter(["svg"])]
+            *notebook_arguments(config, formats=["svg"])]
     (out / "notebooks").mkdir(parents=True, exist_ok=True)
     log = out / f"{name}.log"
     with open(log, "w") as handle:
