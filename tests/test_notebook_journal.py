@@ -375,3 +375,35 @@ def test_table_cv_is_the_sample_cv_of_each_points_rates(run, fixture_runs):
     top = summary_of(run["results"])["noisiest_points"]
     assert top and top[0]["cv"] == pytest.approx(table["cv"].max())
     assert [e["cv"] for e in top] == sorted((e["cv"] for e in top), reverse=True)
+
+
+@pytest.fixture(scope="module")
+def host_noise(tmp_path_factory):
+    """The fixture's runs with the host's moment on each stat: alone, and with each run's reference."""
+    return {v: FX.run_notebook(tmp_path_factory.mktemp(f"journal-{v}"), REPO, variant=v)
+            for v in ("host-noise", "referenced")}
+
+
+def test_the_stat_claims_compare_each_run_against_its_reference(host_noise):
+    """Each stat slowed or sped by up to 35 % by the host's moment: without a reference the stat's claims
+    of no difference cannot be decided; with a reference the same moment moved, each run's stat over its
+    reference's decides them as the quiet fixture does, the equivalent ones and the not equivalent ones."""
+    got = {}
+    for variant, run in host_noise.items():
+        s = summary_of(run["results"])
+        got[variant] = {(v["filesystem"], v["hardware"], v["statement"][:40]): v for v in s["verdicts"]
+                        if v["phase"] == "random_stat"}
+        referenced = variant == "referenced"
+        assert s["counts"]["stat_reference_runs"] == (len(FX.RATES) * FX.REPS if referenced else 0)
+        assert len(got[variant]) == 6 and all(v["against_reference"] == referenced for v in got[variant].values())
+    for key, v in got["referenced"].items():
+        fs, hw, start = key
+        want = next(w for (f, h, st), w in FX.EXPECTED.items() if (f, h) == (fs, hw) and st.startswith(start[:30]))
+        assert v["verdict"] == want, v["claim"]
+        # the ratio of the runs' stat-over-reference is the ratio of the stat rates the fixture set
+        num, den = v["numerator"], v["denominator"]
+        assert v["ours"] == pytest.approx(FX.RATES[num][2] / FX.RATES[den][2], rel=0.03)
+        assert v["ours_high"] / v["ours_low"] < 1.15  # the fixture's own 1-4 % per run, not the host's 35 %
+    noisy = got["host-noise"]
+    assert {v["verdict"] for v in noisy.values()} == {"inconclusive"}
+    assert all(v["ours_high"] / v["ours_low"] > 1.3 for v in noisy.values())

@@ -64,6 +64,23 @@ def test_worker_arguments_are_the_originals_five_steps(tmp_path):
     assert journal.worker_args(tmp_path, job_for(cfg, "xfs-log-internal", "meta-fsync"))[-2:] == ["--fsync", "file"]
 
 
+def test_the_stat_reference_splits_the_calls_and_only_the_original_create_has_it(tmp_path):
+    cfg = config("ci.yaml")
+    job = job_for(cfg, "xfs-log-internal")
+    # a stat pass of its own goes on with the files the create made, in the order its seed gives
+    args = journal.worker_args(tmp_path, job, "stat:rand", 7)
+    assert args[args.index("--phases") + 1] == "stat:rand" and args[args.index("--seed") + 1] == "7"
+    assert "--allow-existing" in args
+    create = journal.worker_args(tmp_path, job_for(cfg, "xfs-log-internal", "meta-syncfs"), "create:seq,open:rand")
+    assert create[-2:] == ["--sync", "end"] and "--allow-existing" not in create
+    jobs = journal.jobs(cfg)
+    # the stat's claims are the original create's: its runs carry the reference, the durable ones not
+    assert {j["point"] for j in jobs if j.get("stat_reference")} == {"meta"}
+    assert all(j.get("stat_reference") for j in jobs if j["point"] == "meta")
+    cfg["studies"]["journal"]["stat_reference"] = False
+    assert not any(j.get("stat_reference") for j in journal.jobs(cfg))
+
+
 def test_a_durability_the_study_does_not_know_is_refused():
     from boatload.studies.config import validate
     from boatload.base.errors import ConfigError
@@ -137,6 +154,18 @@ def test_a_ci_job_on_xfs_measures_the_five_phases(study_scratch, tmp_path):
     assert stat_row["ops_per_s"] == pytest.approx(max(ph["ops_per_s"] for ph in stat))
     assert stat_row["ops_per_s"] >= stat_row["ops_per_s_all_passes"]
     assert all(r["ops_per_s"] == r["ops_per_s_all_passes"] for r in rows if r["phase"] != "random_stat")
+    # with stat_reference (the ci config's), each target pass is followed by one over as many cached
+    # files on a tmpfs of the run's own, timed and watched by the monitor as a measured phase
+    ref = doc["result"]["stat_reference"]
+    assert job["stat_reference"] and ref["where"] == "tmpfs" and ref["files"] == job["files"]
+    assert len(ref["passes"]) == passes and ref["ops_per_s"] == max(p["ops_per_s"] for p in ref["passes"]) > 0
+    watched = [ph["phase"] for ph in doc["interference"]["phases"] if ph["measured"]]
+    assert watched == ["create", "open", *["stat"] * (2 * passes), "read", "delete"]
+    assert stat_row["stat_vs_reference"] == pytest.approx(stat_row["ops_per_s"] / ref["ops_per_s"])
+    assert all(r["stat_vs_reference"] is None for r in rows if r["phase"] != "random_stat")
+    # a stat of a cached file costs XFS about what it costs a tmpfs
+    assert 0.2 < stat_row["stat_vs_reference"] < 5
+    assert "stat-reference" not in Path("/proc/mounts").read_text()  # its tmpfs torn down with the run
     # a run kept from before the passes merged this way is tabled from the worker's record as the
     # new ones are, not from the merged phases it stored
     old = copy.deepcopy(doc)

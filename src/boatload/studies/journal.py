@@ -52,6 +52,7 @@ from boatload.base import dtypes
 from boatload.provision import capacity
 from boatload.provision.devmodel import phasecounts
 from boatload.provision.devmodel.presets import log_hardware
+from boatload.measure import reference
 from boatload.measure.runner import run_job
 from boatload.studies.record import (Original, ScaleGap, Study, Uncovered, base_job, base_row, for_target, settings,
                             settings_schema, target_spec)
@@ -101,12 +102,16 @@ def durability(job: dict) -> str:
     return job.get("durability", "none")
 
 
-def worker_args(root, job: dict) -> list[str]:
+def worker_args(root, job: dict, phases: str | None = None, seed: int | None = None) -> list[str]:
+    """The worker's options for `phases` (default: all five in one call); the durability's options
+    with the create, `--allow-existing` for a call that goes on with files an earlier one made."""
     files, size = job["files"], job["file_size"]
+    phases = phases or phase_arg(job)
     return [
         "--dir", str(root), "--files", str(files), "--dirs", str(min(job["dirs"], files)),
-        "--size", str(size), "--phases", phase_arg(job), "--threads", "1", "--seed", str(job["seed"]),
-        *DURABILITY[durability(job)][1],
+        "--size", str(size), "--phases", phases, "--threads", "1",
+        "--seed", str(job["seed"] if seed is None else seed),
+        *(DURABILITY[durability(job)][1] if "create" in phases else ["--allow-existing"]),
     ]
 
 
@@ -164,20 +169,48 @@ def merged_passes(phases: list[dict]) -> list[dict]:
 
 
 def measure(provisioned: Provisioned, job: dict) -> dict:
-    """The five phases on the target, in a fresh directory (a new file system's root holds lost+found)."""
+    """The five phases on the target, in a fresh directory (a new file system's root holds lost+found);
+    with `stat_reference`, each stat pass followed by one over a tmpfs reference's files."""
     root = provisioned.path / "journal"
     root.mkdir()
     base = {"files": job["files"], "file_size": job["file_size"], "dirs": job["dirs"]}
     counts = phasecounts.PhaseCounts.of(provisioned.provenance)
+    referenced = bool(job.get("stat_reference"))
     try:
-        doc = run_worker("meta", worker_args(root, job), on_phase=counts)
+        if referenced:
+            doc, ref = _with_reference(root, job, counts)
+        else:
+            doc, ref = run_worker("meta", worker_args(root, job), on_phase=counts), None
     except WorkerError as exc:
         return {**base, "status": "error", "reason": str(exc), "phases": [], "worker_result": None}
     if counts is not None:
         phasecounts.attach(doc, counts.phases())
     reason = failure(doc)
     return {**base, "status": "ok" if doc["status"] == "ok" else "error", "reason": reason,
-            "phases": phases_of(doc), "worker_result": doc}
+            "phases": phases_of(doc), "worker_result": doc, **({"stat_reference": ref} if referenced else {})}
+
+
+def _with_reference(root, job: dict, counts) -> tuple[dict, dict | None]:
+    """The five phases as three kinds of worker call, create and open, each stat pass, read and delete,
+    each stat pass followed by the same pass (same order) over the reference's files: one worker
+    document of the target's phases in their order, and the reference's passes."""
+    files, size = job["files"], job["file_size"]
+    with reference.reference_tree(files, size, job["seed"]) as ref_root:
+        docs = [run_worker("meta", worker_args(root, job, "create:seq,open:rand"), on_phase=counts)]
+        ref_passes = []
+        for i in range(stat_passes(job)):
+            if failure(docs[-1]):
+                break
+            seed = job["seed"] + i
+            docs.append(run_worker("meta", worker_args(root, job, "stat:rand", seed), on_phase=counts))
+            ref_passes.append(reference.stat_pass(ref_root, files, size, seed))
+        if not failure(docs[-1]):
+            docs.append(run_worker("meta", worker_args(root, job, "read:rand,delete:seq"), on_phase=counts))
+    bad = next((d for d in docs if d["status"] != "ok"), None)
+    doc = {**docs[0], "phases": [ph for d in docs for ph in d["phases"]],
+           "status": bad["status"] if bad else "ok", "error": bad.get("error") if bad else None,
+           "calls": len(docs)}
+    return doc, reference.summary(ref_passes, files)
 
 
 def phases_of(worker_doc: dict) -> list[dict]:
@@ -205,6 +238,8 @@ def jobs(config: dict) -> list[dict]:
             extra = {} if dur == "none" else {"durability": dur}
             if t.get("stat_passes", 1) > 1:
                 extra["stat_passes"] = t["stat_passes"]
+            if t.get("stat_reference") and dur == "none":  # the stat's claims are the original create's
+                extra["stat_reference"] = True
             out += [base_job(config, "journal", name, point, rep, files=files, file_size=size, dirs=dirs, **extra)
                     for rep in range(1, s["repetitions"] + 1)]
     return out
@@ -235,8 +270,14 @@ ESTIMATE_S_PER_STAT = 2e-6
 ESTIMATE_S_PER_FSYNC = 5e-3
 
 
+# a file made on the reference's tmpfs
+ESTIMATE_S_PER_REFERENCE_FILE = 10e-6
+
+
 def estimate_s(job: dict) -> float:
     per_file = ESTIMATE_S_PER_FILE + (ESTIMATE_S_PER_FSYNC if durability(job) == "fsync" else 0.0)
+    if job.get("stat_reference"):
+        per_file += ESTIMATE_S_PER_REFERENCE_FILE + stat_passes(job) * ESTIMATE_S_PER_STAT
     return job["files"] * (per_file + (stat_passes(job) - 1) * ESTIMATE_S_PER_STAT)
 
 def run(job: dict) -> dict:
@@ -273,6 +314,9 @@ COLUMNS = {
     # rate over all its passes' summed seconds beside it
     "ops_per_s": dtypes.Float64,
     "ops_per_s_all_passes": dtypes.Float64,
+    # the random stat with `stat_reference`: its rate over the reference's (each the fastest pass's),
+    # the number the claims of no difference in random stat compare (boatload.measure.reference)
+    "stat_vs_reference": dtypes.Float64,
     "p50_us": dtypes.Float64,
     "p99_us": dtypes.Float64,
     "cpu_user_s": dtypes.Float64,
@@ -309,6 +353,7 @@ def rows(doc: dict) -> list[dict]:
     # how passes merge are tabled as the new ones are
     worker = result.get("worker_result")
     done = {p["phase"]: p for p in (phases_of(worker) if worker else result.get("phases", []))}
+    ref_rate = (result.get("stat_reference") or {}).get("ops_per_s")
     out = []
     for step, (_, _, label) in enumerate(PHASES, start=1):
         p = done.get(label)
@@ -336,6 +381,8 @@ def rows(doc: dict) -> list[dict]:
             "seconds": p.get("seconds"),
             "ops_per_s": p.get("ops_per_s"),
             "ops_per_s_all_passes": p.get("ops_per_s_all_passes"),
+            "stat_vs_reference": (p["ops_per_s"] / ref_rate if label == "random_stat" and ref_rate
+                                  and status == "ok" and p.get("ops_per_s") else None),
             "p50_us": p.get("p50_us"),
             "p99_us": p.get("p99_us"),
             "cpu_user_s": p.get("cpu_user_s"),
@@ -378,6 +425,11 @@ STUDY = Study(
                      "description": "passes of the random stat over the files, one after another, each timed; "
                                     "the phase's rate is its fastest pass's (a pass over cached files does "
                                     "no I/O and lasts milliseconds, and what slows one is the host)"},
+        stat_reference={"type": "boolean", "default": False,
+                        "description": "follow each random stat pass with the same pass over as many cached files "
+                                       "on a tmpfs of the run's own; the claims of no difference in random stat "
+                                       "then compare each run's stat rate over its reference's, which cancels "
+                                       "most of what a slow moment of the host adds (boatload.measure.reference)"},
         fsync_files={"type": "integer", "minimum": 1,
                      "description": "files of the fsync create (default: files); each fsync costs a device "
                                     "round trip, milliseconds on a modelled disk"},
