@@ -35,11 +35,12 @@ def test_every_point_once_per_repetition(name):
     cfg = config(name)
     jobs = calibration.jobs(cfg)
     reps = cfg["studies"]["calibration"].get("repetitions", cfg["repetitions"])
-    points = {"null-tree-a", "null-tree-b", "null-meta-a", "null-meta-b", "model-base", "model-changed"}
+    points = {"null-tree-a", "null-tree-b", "null-meta-a", "null-meta-b", "null-stat-a", "null-stat-b", "model-base",
+              "model-changed"}
     assert len(jobs) == len(points) * reps
     assert {(j["point"], j["rep"]) for j in jobs} == {(p, r) for p in points for r in range(1, reps + 1)}
     # the two points of a pair run the same workload on the same target
-    for a, b in (("null-tree-a", "null-tree-b"), ("null-meta-a", "null-meta-b")):
+    for a, b in (("null-tree-a", "null-tree-b"), ("null-meta-a", "null-meta-b"), ("null-stat-a", "null-stat-b")):
         ja, jb = (next(j for j in jobs if j["point"] == p and j["rep"] == 1) for p in (a, b))
         assert {k: v for k, v in ja.items() if k != "point"} == {k: v for k, v in jb.items() if k != "point"}
 
@@ -62,10 +63,10 @@ def table(tree_b_factor: float, changed_factor: float, reps: int = 5, seed: int 
     rng = np.random.default_rng(seed)
     rows = []
     truth = {"null-tree-a": 50_000.0, "null-tree-b": 50_000.0 * tree_b_factor, "null-meta-a": 30_000.0,
-             "null-meta-b": 30_000.0, "model-base": 1e6 / PREDICTED_BASE_US,
+             "null-meta-b": 30_000.0, "null-stat-a": 0.95, "null-stat-b": 0.95, "model-base": 1e6 / PREDICTED_BASE_US,
              "model-changed": 1e6 / PREDICTED_CHANGED_US * changed_factor}
     for point, rate in truth.items():
-        kind = "tree" if "tree" in point else "meta" if "meta" in point else "randio"
+        kind = "tree" if "tree" in point else "meta" if "meta" in point else "stat" if "stat" in point else "randio"
         for rep in range(1, reps + 1):
             r = rate * float(rng.lognormal(0.0, 0.02))
             rows.append({"host": "fixture-host", "study": "calibration", "target": f"t-{point}", "filesystem": "ext4",
@@ -97,7 +98,8 @@ def test_known_answers_come_out_right_on_runs_that_hold_them(tmp_path):
     assert s["predicted_ratio"] == pytest.approx(PREDICTED_BASE_US / PREDICTED_CHANGED_US)
     assert v["model-slower"]["verdict"] == "reproduced" and v["model-slower"]["predicted_inside"] is True
     assert v["tree-same"]["verdict"] == "equivalent" and v["tree-3x"]["verdict"] == "not reproduced"
-    assert s["answers"] == {"right": 5, "wrong": 0, "open": 0}
+    assert v["stat-same"]["verdict"] == "equivalent" and v["stat-3x"]["verdict"] == "not reproduced"
+    assert s["answers"] == {"right": 7, "wrong": 0, "open": 0}
     assert (tmp_path / "results" / "figures" / "calibration-ratios.svg").stat().st_size > 0
 
 
@@ -129,3 +131,26 @@ def test_the_known_effect_on_real_modelled_disks(tmp_path, monkeypatch):
     predicted = base["predicted_read_us"] / changed["predicted_read_us"]
     assert 0.45 < predicted < 0.55
     assert changed["rate"] < base["rate"]
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root: loop devices and a tmpfs")
+def test_the_stat_pair_measures_each_pass_against_its_reference(tmp_path, monkeypatch):
+    """The null pair of the random stat over its reference, run for real: each point's rate is its fastest
+    stat pass over its reference's fastest, and the reference's tmpfs is gone after the run."""
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
+    cfg = config("ci.yaml")
+    jobs = [j for j in calibration.jobs(cfg) if j["kind"] == "stat" and j["rep"] == 1]
+    assert {j["point"] for j in jobs} == {"null-stat-a", "null-stat-b"}
+    for job in jobs:
+        doc = STUDY.run(job)
+        r = doc["result"]
+        assert r["status"] == "ok", r["reason"]
+        ref = r["stat_reference"]
+        assert len(ref["passes"]) == job["stat_passes"] > 1 and ref["files"] == job["files"]
+        assert r["rate"] == pytest.approx(r["stat_ops_per_s"] / ref["ops_per_s"])
+        assert r["ops"] == job["files"] * job["stat_passes"]
+        # a stat of a cached file costs XFS about what it costs a tmpfs
+        assert 0.2 < r["rate"] < 5
+        [row] = calibration.rows(doc)
+        assert row["unit"] == "x reference" and row["rate"] == r["rate"]
+    assert ours_left(tmp_path / "scratch") == []

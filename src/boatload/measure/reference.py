@@ -11,7 +11,7 @@ themselves stay in the tables as measured.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -57,6 +57,20 @@ def stat_pass(root: Path, files: int, file_size: int, seed: int) -> dict:
     if why := failure(doc):
         raise WorkerError(f"the stat reference's pass: {why}")
     return doc["phases"][0]
+
+
+def interleaved(target_pass: Callable[[int], dict], root: Path, files: int, file_size: int, passes: int,
+                seed: int) -> tuple[list[dict], list[dict]]:
+    """`passes` times the target's stat pass (`target_pass(seed)`, a worker document), then the same pass
+    (the same seed, so the same order) over the reference's files; stops after a target pass that failed.
+    The target's documents, and the reference's pass records."""
+    docs, refs = [], []
+    for i in range(passes):
+        docs.append(target_pass(seed + i))
+        if failure(docs[-1]):
+            break
+        refs.append(stat_pass(root, files, file_size, seed + i))
+    return docs, refs
 
 
 def summary(passes: list[dict], files: int) -> dict:

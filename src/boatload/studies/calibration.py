@@ -7,7 +7,10 @@ Two kinds of pair, each point measured `repetitions` times like a study's:
 - null pairs: one workload on one target measured as two named points (`-a`
   and `-b`), so the true ratio is 1: the worker's tree create of empty files
   (the forest study's workload) and its meta create, open and stat of small
-  files (the journal study's) on a target with an external log. A claim of
+  files (the journal study's) on a target with an external log, and the
+  journal study's random stat against its tmpfs reference (boatload.measure.reference:
+  each pass followed by the same pass over as many cached files on a tmpfs; the
+  point's rate is the fastest stat pass over the reference's fastest). A claim of
   no difference must come out equivalent or inconclusive; a claim that `a` is
   three times as fast must never come out reproduced.
 - a known effect: 4 KiB O_DIRECT random reads (the worker's randio, one
@@ -33,6 +36,7 @@ from boatload.base import dtypes
 from boatload.base.errors import ConfigError
 from boatload.provision.devmodel import native
 from boatload.provision.devmodel.presets import resolve
+from boatload.measure import reference
 from boatload.measure.runner import run_job
 from boatload.studies.record import Study, base_job, base_row, settings, settings_schema
 from boatload.measure.worker import failure, phase, run_worker
@@ -40,7 +44,8 @@ from boatload.measure.worker import failure, phase, run_worker
 STUDY_NAME = "calibration"
 XFER = 4096
 #: the kinds of point: what the worker runs and the rate it reports
-KINDS = {"tree": "files/s", "meta": "files/s", "randio": "IOPS"}
+KINDS = {"tree": "files/s", "meta": "files/s", "stat": "x reference", "randio": "IOPS"}
+META_FILE_SIZE = 1024
 
 
 def _check(config: dict, s: dict) -> None:
@@ -70,6 +75,8 @@ def jobs(config: dict) -> list[dict]:
                                 shape=s["tree_shape"]))
             out.append(base_job(config, STUDY_NAME, s["meta_target"], f"null-meta-{side}", rep, kind="meta",
                                 files=s["meta_files"]))
+            out.append(base_job(config, STUDY_NAME, s["meta_target"], f"null-stat-{side}", rep, kind="stat",
+                                files=s["meta_files"], stat_passes=s["stat_passes"]))
         for role in ("base", "changed"):
             out.append(base_job(config, STUDY_NAME, s[f"model_{role}"], f"model-{role}", rep, kind="randio",
                                 file_mb=s["read_file_mb"], duration_s=s["read_duration_s"]))
@@ -91,10 +98,36 @@ def _tree(root: Path, job: dict) -> dict:
     return _result(doc, "create")
 
 
+def _meta_args(root: Path, job: dict, phases: str, seed: int) -> list[str]:
+    return ["--dir", str(root), "--files", str(job["files"]), "--dirs", "0", "--size", str(META_FILE_SIZE),
+            "--phases", phases, "--threads", "1", "--seed", str(seed)]
+
+
 def _meta(root: Path, job: dict) -> dict:
-    doc = run_worker("meta", ["--dir", str(root), "--files", str(job["files"]), "--dirs", "0", "--size", "1024",
-                              "--phases", "create:seq,stat:rand", "--threads", "1", "--seed", str(job["seed"])])
+    doc = run_worker("meta", _meta_args(root, job, "create:seq,stat:rand", job["seed"]))
     return _result(doc, "create")
+
+
+def _stat(root: Path, job: dict) -> dict:
+    """The files made (untimed), then each random stat pass followed by the reference's same pass; the rate
+    the fastest stat pass's over the reference's fastest, as the journal study's claims of no difference
+    in random stat compare them."""
+    files = job["files"]
+    made = run_worker("meta", _meta_args(root, job, "create:seq", job["seed"]), setup=True)
+    if made["status"] != "ok":
+        return _result(made, "create")
+    with reference.reference_tree(files, META_FILE_SIZE, job["seed"]) as ref_root:
+        docs, refs = reference.interleaved(
+            lambda seed: run_worker("meta", [*_meta_args(root, job, "stat:rand", seed), "--allow-existing"]),
+            ref_root, files, META_FILE_SIZE, job["stat_passes"], job["seed"])
+    bad = next((d for d in docs if d["status"] != "ok"), None)
+    if bad is not None:
+        return _result(bad, "stat")
+    ref = reference.summary(refs, files)
+    fastest = max(phase(d, "stat")["ops_per_s"] for d in docs)
+    return {"status": "ok", "reason": None, "ops": sum(phase(d, "stat")["ops"] for d in docs),
+            "seconds": sum(phase(d, "stat")["seconds"] for d in docs), "rate": fastest / ref["ops_per_s"],
+            "stat_ops_per_s": fastest, "stat_reference": ref}
 
 
 def _randio(root: Path, job: dict, stack_us: float) -> dict:
@@ -133,7 +166,7 @@ def measure(provisioned, job: dict) -> dict:
     if job["kind"] == "randio":
         cost = (provisioned.provenance.get("model") or {}).get("stack_cost_us") or {}
         return _randio(root, job, float(cost.get("stack_us") or 0.0))
-    return {"tree": _tree, "meta": _meta}[job["kind"]](root, job)
+    return {"tree": _tree, "meta": _meta, "stat": _stat}[job["kind"]](root, job)
 
 
 def run(job: dict) -> dict:
@@ -155,7 +188,7 @@ def rows(doc: dict) -> list[dict]:
 
 
 def estimate_s(job: dict) -> float:
-    return {"tree": 3.0, "meta": 3.0, "randio": 8.0 + job.get("duration_s", 2)}[job["kind"]]
+    return {"tree": 3.0, "meta": 3.0, "stat": 2.0, "randio": 8.0 + job.get("duration_s", 2)}[job["kind"]]
 
 
 TARGET_FIELD = {"type": "string", "description": "a target of studies.calibration.targets"}
@@ -173,6 +206,9 @@ STUDY = Study(
                     "default": [20, 500], "description": "the tree's folders x files"},
         meta_target={**TARGET_FIELD, "description": "the null pair of the worker's meta create and stat"},
         meta_files={"type": "integer", "minimum": 1, "default": 5000, "description": "files of 1 KiB"},
+        stat_passes={"type": "integer", "minimum": 1, "default": 5,
+                     "description": "the null pair of the random stat against its reference: passes per run, "
+                                    "each followed by the reference's"},
         model_base={**TARGET_FIELD, "description": "a modelled disk: the known effect's base"},
         model_changed={**TARGET_FIELD, "description": "the same model with parameters changed"},
         read_file_mb={"type": "integer", "minimum": 1, "default": 32,

@@ -195,15 +195,14 @@ def _with_reference(root, job: dict, counts) -> tuple[dict, dict | None]:
     each stat pass followed by the same pass (same order) over the reference's files: one worker
     document of the target's phases in their order, and the reference's passes."""
     files, size = job["files"], job["file_size"]
+    ref_passes = []
     with reference.reference_tree(files, size, job["seed"]) as ref_root:
         docs = [run_worker("meta", worker_args(root, job, "create:seq,open:rand"), on_phase=counts)]
-        ref_passes = []
-        for i in range(stat_passes(job)):
-            if failure(docs[-1]):
-                break
-            seed = job["seed"] + i
-            docs.append(run_worker("meta", worker_args(root, job, "stat:rand", seed), on_phase=counts))
-            ref_passes.append(reference.stat_pass(ref_root, files, size, seed))
+        if not failure(docs[0]):
+            stats, ref_passes = reference.interleaved(
+                lambda seed: run_worker("meta", worker_args(root, job, "stat:rand", seed), on_phase=counts),
+                ref_root, files, size, stat_passes(job), job["seed"])
+            docs += stats
         if not failure(docs[-1]):
             docs.append(run_worker("meta", worker_args(root, job, "read:rand,delete:seq"), on_phase=counts))
     bad = next((d for d in docs if d["status"] != "ok"), None)

@@ -1,0 +1,103 @@
+"""Does a reference stat beside the target's cancel the host's moment? (#38)
+
+The journal study's random stat goes over cached files and does no I/O, so what spreads its rate from
+run to run is the host. With `stat_reference` each stat pass is followed by the same pass over as many
+cached files on a tmpfs of the run's own (boatload.measure.reference), and the stat's claims of no
+difference compare each run's stat over its reference's. This prints, per point, the run-to-run
+spread (sample SD of the log rate) of the stat's fastest pass, of the reference's and of their ratio,
+and the correlation of the two: the ratio helps where the correlation is high and the spread large.
+
+    python bench/stat_reference.py --runs 16 [--target xfs-log-internal]   # as root: runs them now
+    python bench/stat_reference.py CHECKOUT [CHECKOUT ...]                   # a quick run's raw results
+
+The first runs the quick config's journal job on the target N times in a row, as `make reproduce`
+runs it (a fresh file system each), in a scratch directory of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def spread_line(label: str, pairs: list[tuple[float, float]]) -> str:
+    """pairs: (stat rate, reference rate) per run."""
+    if len(pairs) < 3:
+        return f"{label}: {len(pairs)} runs, too few"
+    stat = [math.log(a) for a, _ in pairs]
+    ref = [math.log(b) for _, b in pairs]
+    ratio = [a - b for a, b in zip(stat, ref)]
+    corr = statistics.correlation(stat, ref) if statistics.stdev(stat) and statistics.stdev(ref) else float("nan")
+    return (f"{label}: {len(pairs)} runs, spread stat {statistics.stdev(stat):.2%}, reference "
+            f"{statistics.stdev(ref):.2%}, stat over reference {statistics.stdev(ratio):.2%}; correlation {corr:+.2f}")
+
+
+def from_raw(path: Path) -> tuple[float, float] | None:
+    from boatload.studies.journal import phases_of
+
+    result = json.loads(path.read_text())["result"]
+    ref, worker = result.get("stat_reference"), result.get("worker_result")
+    if not ref or not ref.get("ops_per_s") or not worker:
+        return None
+    stat = next((p for p in phases_of(worker) if p["phase"] == "random_stat"), None)
+    return (stat["ops_per_s"], ref["ops_per_s"]) if stat and stat["ops_per_s"] else None
+
+
+def checkouts(paths: list[str]) -> None:
+    for checkout in map(Path, paths):
+        points = sorted({p.parent for p in checkout.glob("data/runs/*/journal/*/meta/rep*.json")})
+        every = []
+        for point in points:
+            pairs = [x for x in map(from_raw, sorted(point.glob("rep*.json"))) if x]
+            every += [(a / statistics.median(p[0] for p in pairs), b / statistics.median(p[1] for p in pairs))
+                      for a, b in pairs]
+            print(spread_line(f"{checkout.name} {point.parent.name}", pairs))
+        print(spread_line(f"{checkout.name} all points (each over its median)", every))
+
+
+def live(runs: int, target: str) -> None:
+    import yaml
+
+    with tempfile.TemporaryDirectory(prefix="boatload-bench-") as scratch:
+        os.environ["BOATLOAD_SCRATCH"] = scratch
+        from boatload.studies import journal
+
+        config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+        job = next(j for j in journal.jobs(config) if j["target"]["name"] == target and j["point"] == "meta")
+        pairs = []
+        for i in range(runs):
+            doc = journal.run({**job, "rep": i + 1, "seed": job["seed"] + 1000 * i})
+            stat = next(r for r in journal.rows(doc) if r["phase"] == "random_stat")
+            ref = (doc["result"].get("stat_reference") or {}).get("ops_per_s")
+            if doc["result"]["status"] != "ok" or not ref:
+                sys.exit(f"run {i + 1}: {doc['result'].get('reason') or 'no reference'}")
+            pairs.append((stat["ops_per_s"], ref))
+            print(f"run {i + 1}: stat {stat['ops_per_s']:,.0f}/s, reference {ref:,.0f}/s, "
+                  f"ratio {stat['ops_per_s'] / ref:.3f}", flush=True)
+        print(spread_line(f"{target}, {runs} runs now", pairs))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("checkouts", nargs="*", help="quick runs' clones to read (data/runs/*/journal)")
+    ap.add_argument("--runs", type=int, help="run the quick config's journal job this many times now (root)")
+    ap.add_argument("--target", default="xfs-log-internal")
+    args = ap.parse_args()
+    if args.runs:
+        live(args.runs, args.target)
+    if args.checkouts:
+        checkouts(args.checkouts)
+    if not args.runs and not args.checkouts:
+        ap.error("give --runs N or a checkout")
+
+
+if __name__ == "__main__":
+    main()
