@@ -32,10 +32,11 @@ def size_mb(files: int, file_size: int) -> int:
     return 16 + -(-files * (pages * PAGE + PER_FILE_BYTES) // (1 << 20))
 
 
-def meta_args(root: Path, files: int, file_size: int, seed: int, phases: str) -> list[str]:
-    """The worker's meta options for `phases` over the reference's flat directory of files."""
+def meta_args(root: Path, files: int, file_size: int, seed: int, phases: str, existing: bool = True) -> list[str]:
+    """The worker's meta options for `phases` over a flat directory of files; `existing`: going on with
+    the files an earlier call made."""
     return ["--dir", str(root), "--files", str(files), "--dirs", "0", "--size", str(file_size),
-            "--phases", phases, "--threads", "1", "--seed", str(seed), "--allow-existing"]
+            "--phases", phases, "--threads", "1", "--seed", str(seed), *(["--allow-existing"] if existing else [])]
 
 
 @contextmanager
@@ -45,7 +46,7 @@ def reference_tree(files: int, file_size: int, seed: int) -> Iterator[Path]:
     with provision(spec, scratch_dir()) as prov:
         root = prov.path / "reference"
         root.mkdir()
-        doc = run_worker("meta", meta_args(root, files, file_size, seed, "create:seq"), setup=True)
+        doc = run_worker("meta", meta_args(root, files, file_size, seed, "create:seq", existing=False), setup=True)
         if why := failure(doc):
             raise WorkerError(f"the stat reference's files on a tmpfs: {why}")
         yield root

@@ -98,13 +98,9 @@ def _tree(root: Path, job: dict) -> dict:
     return _result(doc, "create")
 
 
-def _meta_args(root: Path, job: dict, phases: str, seed: int) -> list[str]:
-    return ["--dir", str(root), "--files", str(job["files"]), "--dirs", "0", "--size", str(META_FILE_SIZE),
-            "--phases", phases, "--threads", "1", "--seed", str(seed)]
-
-
 def _meta(root: Path, job: dict) -> dict:
-    doc = run_worker("meta", _meta_args(root, job, "create:seq,stat:rand", job["seed"]))
+    args = reference.meta_args(root, job["files"], META_FILE_SIZE, job["seed"], "create:seq,stat:rand", existing=False)
+    doc = run_worker("meta", args)
     return _result(doc, "create")
 
 
@@ -113,12 +109,13 @@ def _stat(root: Path, job: dict) -> dict:
     the fastest stat pass's over the reference's fastest, as the journal study's claims of no difference
     in random stat compare them."""
     files = job["files"]
-    made = run_worker("meta", _meta_args(root, job, "create:seq", job["seed"]), setup=True)
+    args = reference.meta_args(root, files, META_FILE_SIZE, job["seed"], "create:seq", existing=False)
+    made = run_worker("meta", args, setup=True)
     if made["status"] != "ok":
         return _result(made, "create")
     with reference.reference_tree(files, META_FILE_SIZE, job["seed"]) as ref_root:
         docs, refs = reference.interleaved(
-            lambda seed: run_worker("meta", [*_meta_args(root, job, "stat:rand", seed), "--allow-existing"]),
+            lambda seed: run_worker("meta", reference.meta_args(root, files, META_FILE_SIZE, seed, "stat:rand")),
             ref_root, files, META_FILE_SIZE, job["stat_passes"], job["seed"])
     bad = next((d for d in docs if d["status"] != "ok"), None)
     if bad is not None:

@@ -27,6 +27,12 @@ provisioned by boatload.provision.targets and passed through untouched here:
 Without root nothing is measured (the job is recorded as skipped with the
 reason): log placement and flushes mean nothing on a plain directory.
 
+With `stat_reference` the same five phases run as several worker calls on the
+same files (create and open; each stat pass; read and delete), each stat pass
+followed by the same pass over as many cached files on a tmpfs of the run's own
+(boatload.measure.reference); the claims of no difference in random stat compare
+each run's stat over its reference's (`stat_vs_reference`).
+
 Durability (setting `durability`, a list of points per target): `none` is
 the original's create, which leaves its files in the page cache; `syncfs`
 ends the create with a syncfs inside its timed window (worker `--sync end`);
