@@ -40,15 +40,17 @@ def spread_line(label: str, pairs: list[tuple[float, float]]) -> str:
             f"{statistics.stdev(ref):.2%}, stat over reference {statistics.stdev(ratio):.2%}; correlation {corr:+.2f}")
 
 
-def from_raw(path: Path) -> tuple[float, float] | None:
-    from boatload.studies.journal import phases_of
+def stat_and_reference(doc: dict) -> tuple[float, float] | None:
+    """A journal run's stat rate (its table row's, the fastest pass) and its reference's; None without both."""
+    from boatload.studies.journal import rows
 
-    result = json.loads(path.read_text())["result"]
-    ref, worker = result.get("stat_reference"), result.get("worker_result")
-    if not ref or not ref.get("ops_per_s") or not worker:
-        return None
-    stat = next((p for p in phases_of(worker) if p["phase"] == "random_stat"), None)
-    return (stat["ops_per_s"], ref["ops_per_s"]) if stat and stat["ops_per_s"] else None
+    ref = (doc["result"].get("stat_reference") or {}).get("ops_per_s")
+    stat = next((r["ops_per_s"] for r in rows(doc) if r["phase"] == "random_stat" and r["status"] == "ok"), None)
+    return (stat, ref) if stat and ref else None
+
+
+def from_raw(path: Path) -> tuple[float, float] | None:
+    return stat_and_reference(json.loads(path.read_text()))
 
 
 def checkouts(paths: list[str]) -> None:
@@ -75,13 +77,12 @@ def live(runs: int, target: str) -> None:
         pairs = []
         for i in range(runs):
             doc = journal.run({**job, "rep": i + 1, "seed": job["seed"] + 1000 * i})
-            stat = next(r for r in journal.rows(doc) if r["phase"] == "random_stat")
-            ref = (doc["result"].get("stat_reference") or {}).get("ops_per_s")
-            if doc["result"]["status"] != "ok" or not ref:
+            pair = stat_and_reference(doc) if doc["result"]["status"] == "ok" else None
+            if pair is None:
                 sys.exit(f"run {i + 1}: {doc['result'].get('reason') or 'no reference'}")
-            pairs.append((stat["ops_per_s"], ref))
-            print(f"run {i + 1}: stat {stat['ops_per_s']:,.0f}/s, reference {ref:,.0f}/s, "
-                  f"ratio {stat['ops_per_s'] / ref:.3f}", flush=True)
+            pairs.append(pair)
+            print(f"run {i + 1}: stat {pair[0]:,.0f}/s, reference {pair[1]:,.0f}/s, "
+                  f"ratio {pair[0] / pair[1]:.3f}", flush=True)
         print(spread_line(f"{target}, {runs} runs now", pairs))
 
 
