@@ -90,6 +90,51 @@ def test_meta_phases_on_existing_tree(worker, shm_dir):
     assert list(shm_dir.iterdir()) == []
 
 
+def test_meta_pair_dir_times_each_op_beside_the_pairs(worker, shm_dir):
+    """--pair-dir: open, stat and read each file on the target and on the pair in turn, timed apart. A pair
+    whose files are 64 times as large reads far slower, and the paired sums say so; create and delete do
+    not pair; a file missing from the pair fails naming it; the pair may not be --dir itself."""
+    target, pair = shm_dir / "target", shm_dir / "pair"
+    target.mkdir()
+    pair.mkdir()
+    common = ["--files", "300", "--dirs", "3"]
+    for d, size in ((target, "1024"), (pair, "65536")):
+        r = run(worker, "meta", "--dir", str(d), *common, "--size", size, "--phases", "create")
+        assert r.returncode == 0, r.stderr
+    r = run(worker, "meta", "--dir", str(target), *common, "--allow-existing", "--pair-dir", str(pair),
+            "--phases", "open:rand,stat:rand,read:rand")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["params"]["pair_dir"] == str(pair)
+    for ph in doc["phases"]:
+        paired = ph["paired"]
+        assert ph["ops"] == 300 == ph["latency_us"]["count"]  # the target's ops alone
+        assert paired["dir"] == str(pair) and paired["seconds"] > 0 and paired["pair_seconds"] > 0
+        assert paired["seconds"] + paired["pair_seconds"] <= ph["seconds"]
+        assert paired["ratio"] == pytest.approx(paired["seconds"] / paired["pair_seconds"], rel=1e-6)
+    read = doc["phases"][2]
+    assert read["bytes"] == 300 * 1024  # the pair's bytes are not the target's
+    assert read["paired"]["ratio"] < 0.5  # 64 KiB files take longer to read than 1 KiB ones
+    r = run(worker, "meta", "--dir", str(target), *common, "--allow-existing", "--pair-dir", str(pair),
+            "--phases", "create,delete:rand")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 0 and all("paired" not in ph for ph in doc["phases"])
+    assert len(list(pair.rglob("f*"))) == 300  # the pair untouched by create and delete
+    r = run(worker, "meta", "--dir", str(target), *common, "--size", "1024", "--phases", "create")
+    assert r.returncode == 0, r.stderr
+    victim = sorted(pair.rglob("f*"))[7]
+    victim.unlink()
+    r = run(worker, "meta", "--dir", str(target), *common, "--allow-existing", "--pair-dir", str(pair),
+            "--phases", "stat:seq")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and doc["error"]["where"] == f"pair:{victim.parent.name}/{victim.name}"
+    assert doc["error"]["code"] == "ENOENT"
+    for bad, why in ((target, "is --dir itself"), (shm_dir / "none", "cannot open")):
+        r = run(worker, "meta", "--dir", str(target), *common, "--allow-existing", "--pair-dir", str(bad),
+                "--phases", "stat")
+        assert r.returncode == 2 and r.stderr.startswith("boatload-worker: --pair-dir: ") and why in r.stderr
+
+
 def test_seqio_write_then_read_16mib(worker, shm_dir):
     size = 16 * 1024 * 1024
     r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "dd", "--size", "16M",

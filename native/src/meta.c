@@ -188,6 +188,11 @@ static void write_params(struct json *j, const void *arg)
     json_u64(j, o->c.seed);
     json_key(j, "allow_existing");
     json_bool(j, o->c.allow_existing);
+    json_key(j, "pair_dir");
+    if (o->pair_dir)
+        json_str(j, o->pair_dir);
+    else
+        json_null(j);
     json_key(j, "interval_s");
     json_double(j, o->c.interval_s);
     json_key(j, "files_per_work_item");
@@ -236,6 +241,12 @@ static struct opt_spec specs[] = {
      .help = "end: the last thread to finish a create phase calls syncfs(2) on DIR's file system before the "
              "phase's clock stops, so the phase ends when the files it made are on the device (a durable "
              "create timed as one). none: what create wrote may still be in the page cache when it ends."},
+    {.name = "--pair-dir", .type = OPT_STR, .dst = &opts.pair_dir, .metavar = "PDIR", .def_text = "no pair",
+     .help = "A directory on another file system holding the same files (as an earlier meta call with the same "
+             "--files, --dirs and --size made them): in the open, stat and read phases each file is also "
+             "opened, statted or read in PDIR, the two one after the other (which first alternates) and timed "
+             "apart, so that a slow moment of the host falls on both. Such a phase reports both sums and their "
+             "ratio (\"paired\"); its latencies are the target's ops alone, its seconds the whole phase's."},
     {0},
 };
 
@@ -265,6 +276,26 @@ static int parse_args(int argc, char **argv)
     return CLI_CONTINUE;
 }
 
+/* --pair-dir, opened: an existing directory other than --dir. The fd, or -1
+ * after the error. */
+static int open_pair(const struct meta_opts *o)
+{
+    int fd = open(o->pair_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        cli_error("--pair-dir: cannot open '%s': %s", o->pair_dir, e == ENOTDIR ? "not a directory" : strerror(e));
+        return -1;
+    }
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && stat(o->c.dir, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        cli_error("--pair-dir: '%s' is --dir itself; a pair is another directory holding the same files",
+                  o->pair_dir);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* Plan: the layout, the open-file limit, the signal handlers and DIR (the
  * last check that exits 2). CLI_CONTINUE or the exit code. */
 static int check_and_open(struct meta_plan *p, const struct meta_opts *o)
@@ -276,7 +307,7 @@ static int check_and_open(struct meta_plan *p, const struct meta_opts *o)
     }
     p->ndirfds = o->dirs ? o->dirs : 1;
     uint64_t limit;
-    if (common_ensure_nofile(p->ndirfds + o->c.threads + 64, &limit) != 0) {
+    if (common_ensure_nofile((o->pair_dir ? 2 : 1) * p->ndirfds + o->c.threads + 64, &limit) != 0) {
         cli_error("--dirs: %llu directories are kept open, but the open-file limit is %llu",
                   (unsigned long long)o->dirs, (unsigned long long)limit);
         return EXIT_USAGE;
@@ -285,7 +316,12 @@ static int check_and_open(struct meta_plan *p, const struct meta_opts *o)
         cli_error("cannot install signal handlers: %s", strerror(errno));
         return EXIT_FAILED;
     }
+    p->pairfd = -1;
+    if (o->pair_dir && (p->pairfd = open_pair(o)) < 0)
+        return EXIT_USAGE;
     p->rootfd = common_open_target(&o->c);
+    if (p->rootfd < 0 && p->pairfd >= 0)
+        close(p->pairfd);
     return p->rootfd < 0 ? EXIT_USAGE : CLI_CONTINUE;
 }
 
@@ -298,17 +334,24 @@ static int make_plan(struct meta_plan *p, const struct meta_opts *o)
         return code;
     p->o = o;
     p->dirfds = malloc(p->ndirfds * sizeof *p->dirfds);
+    p->pair_dirfds = p->pairfd >= 0 ? malloc(p->ndirfds * sizeof *p->pair_dirfds) : NULL;
     size_t content_len = o->size.max ? (o->size.max < META_IO_CHUNK ? o->size.max : META_IO_CHUNK) + META_CONTENT_SLACK : 0;
     p->content = content_len ? calloc(1, content_len) : NULL;
-    if (!p->dirfds || (content_len && !p->content)) {
+    if (!p->dirfds || (content_len && !p->content) || (p->pairfd >= 0 && !p->pair_dirfds)) {
         cli_error("out of memory");
         free(p->dirfds);
+        free(p->pair_dirfds);
         free(p->content);
         close(p->rootfd);
+        if (p->pairfd >= 0)
+            close(p->pairfd);
         return EXIT_FAILED;
     }
-    for (uint64_t j = 0; j < p->ndirfds; j++)
+    for (uint64_t j = 0; j < p->ndirfds; j++) {
         p->dirfds[j] = o->dirs ? -1 : p->rootfd;
+        if (p->pair_dirfds)
+            p->pair_dirfds[j] = o->dirs ? -1 : p->pairfd;
+    }
     uint64_t st = o->c.seed;
     p->size_key = splitmix64(&st);
     if (p->content && o->content == CONTENT_RANDOM)
@@ -372,6 +415,8 @@ static size_t run_phases(struct meta_plan *p, struct phase_result *res, struct p
         };
         uint64_t made = 0;
         atomic_store(&p->threads_done, 0);
+        atomic_store(&p->pair_own_ns, 0);
+        atomic_store(&p->pair_pair_ns, 0);
         if (p->lay.dirs && ph->op == META_CREATE) {
             struct phase_result *d = &dres[(*ndres)++];
             if (run_dir_phase(p, d, "mkdir", meta_mkdir_worker, k) != 0) {
@@ -406,6 +451,12 @@ static size_t run_phases(struct meta_plan *p, struct phase_result *res, struct p
         }
         nres = k + 1;
         res[k].dirs = made; /* made by its mkdir phase, outside its timed window */
+        if (p->pairfd >= 0 && meta_op_pairs(ph->op)) {
+            res[k].paired = 1;
+            res[k].pair_dir = o->pair_dir;
+            res[k].paired_own_s = (double)atomic_load(&p->pair_own_ns) / 1e9;
+            res[k].paired_pair_s = (double)atomic_load(&p->pair_pair_ns) / 1e9;
+        }
         if (phase_result_ends_run(&res[k]))
             break;
         if (p->lay.dirs && ph->op == META_DELETE) {
@@ -423,6 +474,7 @@ static size_t run_phases(struct meta_plan *p, struct phase_result *res, struct p
     meta_close_dirs(p);
     close(p->rootfd);
     free(p->dirfds);
+    free(p->pair_dirfds);
     free(p->content);
     return nres;
 }

@@ -16,14 +16,15 @@
 #include "timing.h"
 
 static void fail_file(struct phase_thread *t, const struct meta_plan *p, uint64_t dir, const char *file,
-                      int err)
+                      int err, int on_pair)
 {
     char where[PHASE_WHERE_MAX], dname[SHAPE_NAME_MAX];
+    const char *prefix = on_pair ? "pair:" : "";
     if (p->lay.dirs) {
         shape_name(&p->lay.names, 0, dir, dname);
-        snprintf(where, sizeof where, "%s/%s", dname, file);
+        snprintf(where, sizeof where, "%s%s/%s", prefix, dname, file);
     } else {
-        snprintf(where, sizeof where, "%s", file);
+        snprintf(where, sizeof where, "%s%s", prefix, file);
     }
     phase_fail(t, err, where);
 }
@@ -65,24 +66,42 @@ void meta_mkdir_worker(struct phase_thread *t, void *arg)
     }
 }
 
+int meta_op_pairs(int op)
+{
+    return op == META_OPEN || op == META_STAT || op == META_READ;
+}
+
+/* Open directory j of the layout under root into *fd unless it is open.
+ * 0, or the errno with where set to prefix and the directory's name. */
+static int open_dir(const struct meta_plan *p, int root, uint64_t j, int *fd, const char *prefix, char *where,
+                    size_t wlen)
+{
+    if (*fd >= 0)
+        return 0;
+    char name[SHAPE_NAME_MAX];
+    shape_name(&p->lay.names, 0, j, name);
+    *fd = openat(root, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (*fd >= 0)
+        return 0;
+    int e = errno;
+    snprintf(where, wlen, "%s%s", prefix, name);
+    return e;
+}
+
 /* Before a phase other than create: open the directories not open yet
- * (untimed). 0, or the errno with the directory's name in where. */
+ * (untimed), the pair's too when the phase pairs. 0, or the errno with the
+ * directory's name in where ("pair:" first for one of --pair-dir). */
 int meta_open_dirs(struct meta_plan *p, char *where, size_t wlen)
 {
     if (p->lay.dirs == 0)
         return 0;
+    const int pairs = p->pairfd >= 0 && meta_op_pairs(p->op);
     for (uint64_t j = 0; j < p->ndirfds; j++) {
-        if (p->dirfds[j] >= 0)
-            continue;
-        char name[SHAPE_NAME_MAX];
-        shape_name(&p->lay.names, 0, j, name);
-        int fd = openat(p->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0) {
-            int e = errno;
-            snprintf(where, wlen, "%s", name);
-            return e;
-        }
-        p->dirfds[j] = fd;
+        int err = open_dir(p, p->rootfd, j, &p->dirfds[j], "", where, wlen);
+        if (!err && pairs)
+            err = open_dir(p, p->pairfd, j, &p->pair_dirfds[j], "pair:", where, wlen);
+        if (err)
+            return err;
     }
     return 0;
 }
@@ -218,6 +237,52 @@ static int do_op(struct phase_thread *t, const struct meta_plan *p, int dfd, uin
     }
 }
 
+/* The same op on the pair's file, counted nowhere: 0 or -errno. */
+static int do_pair_op(const struct meta_plan *p, int dfd, const char *name, unsigned char *buf)
+{
+    struct stat st;
+    if (p->op == META_STAT)
+        return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ? -errno : 0;
+    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    while (p->op == META_READ) {
+        ssize_t r = read(fd, buf, META_IO_CHUNK);
+        if (r == 0)
+            break;
+        if (r < 0 && errno != EINTR) {
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+    }
+    return close(fd) != 0 ? -errno : 0;
+}
+
+/* One file's op on the target and on the pair, in turn (which goes first
+ * alternates with pos, so that neither always finds the other's traces),
+ * each timed apart: the target's time into the histogram and *own, the
+ * pair's into *pair. 0, or -errno (the pair's with *on_pair set). */
+static int do_paired(struct phase_thread *t, const struct meta_plan *p, uint64_t d, uint64_t i, uint64_t pos,
+                     const char *name, unsigned char *buf, uint64_t *own, uint64_t *pair, int *on_pair)
+{
+    int rc = 0;
+    for (int side = 0; side < 2 && rc == 0; side++) {
+        int on_target = (side == 0) == (pos % 2 == 0);
+        uint64_t a = now_ns();
+        rc = on_target ? do_op(t, p, p->dirfds[d], i, name, buf) : do_pair_op(p, p->pair_dirfds[d], name, buf);
+        uint64_t b = now_ns();
+        if (on_target) {
+            hist_record(&t->hist, b - a);
+            *own += b - a;
+        } else {
+            *pair += b - a;
+            *on_pair = rc != 0;
+        }
+    }
+    return rc;
+}
+
 /* --sync end: the last thread through its share of a create phase syncs the
  * file system, inside the timed window (its end time counts for the phase). */
 static void sync_at_end(struct phase_thread *t, struct meta_plan *p)
@@ -250,6 +315,8 @@ void meta_file_worker(struct phase_thread *t, void *arg)
             return;
         }
     }
+    const int paired = p->pairfd >= 0 && meta_op_pairs(p->op);
+    uint64_t own = 0, pair = 0;
     uint64_t t0 = now_ns();
     for (uint64_t pos = 0; pos < end - begin; pos++) {
         if (__builtin_expect(phase_stopping(t), 0))
@@ -257,20 +324,27 @@ void meta_file_worker(struct phase_thread *t, void *arg)
         uint64_t i = begin + meta_order_file(&order, pos), d, l;
         meta_locate(lay, i, &d, &l);
         shape_name(&lay->names, flevel, l, name);
-        int rc = do_op(t, p, p->dirfds[d], i, name, buf);
+        int on_pair = 0;
+        int rc = paired ? do_paired(t, p, d, i, pos, name, buf, &own, &pair, &on_pair)
+                        : do_op(t, p, p->dirfds[d], i, name, buf);
         if (__builtin_expect(rc != 0, 0)) {
             if (rc == 1) {
                 t->existing++;
                 t0 = now_ns();
                 continue;
             }
-            fail_file(t, p, d, name, -rc);
+            fail_file(t, p, d, name, -rc, on_pair);
             break;
         }
         uint64_t t1 = now_ns();
-        hist_record(&t->hist, t1 - t0);
+        if (!paired)
+            hist_record(&t->hist, t1 - t0);
         t0 = t1;
         phase_publish_counts(t);
+    }
+    if (paired) {
+        atomic_fetch_add(&p->pair_own_ns, own);
+        atomic_fetch_add(&p->pair_pair_ns, pair);
     }
     free(buf);
     sync_at_end(t, p);
@@ -294,7 +368,12 @@ void meta_write_split(struct json *j, const struct meta_plan *p)
 void meta_close_dirs(struct meta_plan *p)
 {
     if (p->lay.dirs)
-        for (uint64_t j = 0; j < p->ndirfds; j++)
+        for (uint64_t j = 0; j < p->ndirfds; j++) {
             if (p->dirfds[j] >= 0)
                 close(p->dirfds[j]);
+            if (p->pair_dirfds && p->pair_dirfds[j] >= 0)
+                close(p->pair_dirfds[j]);
+        }
+    if (p->pairfd >= 0)
+        close(p->pairfd);
 }

@@ -27,6 +27,7 @@ struct meta_opts {
     struct meta_phases phases;
     int fsync;
     int sync;                    /* enum sync_mode */
+    const char *pair_dir;        /* --pair-dir, or NULL */
 };
 
 struct meta_plan {
@@ -35,6 +36,8 @@ struct meta_plan {
     int rootfd;
     int *dirfds;                 /* ndirfds; with --dirs 0 the single entry is rootfd */
     uint64_t ndirfds;
+    int pairfd;                  /* --pair-dir, or -1 */
+    int *pair_dirfds;            /* ndirfds, the pair's directories; with --dirs 0 pairfd */
     unsigned char *content;      /* source of the bytes written by create */
     uint64_t size_key;
     uint64_t chunk;              /* the most files of one thread's share */
@@ -44,7 +47,12 @@ struct meta_plan {
     unsigned phase_index;
     _Atomic uint64_t next_dir;   /* directory phases: the next directory */
     _Atomic unsigned threads_done; /* file phases: threads through their share (--sync end) */
+    _Atomic uint64_t pair_own_ns, pair_pair_ns; /* the phase being run, --pair-dir: summed op times */
 };
+
+/* Whether a phase's ops are also done on --pair-dir (open, stat and read:
+ * the ones that leave both trees as they were). */
+int meta_op_pairs(int op);
 
 /* Directory phase "mkdir" (before a create phase): make and open the
  * directories, the threads taking them one at a time. */
@@ -53,8 +61,9 @@ void meta_mkdir_worker(struct phase_thread *t, void *arg);
 /* Directory phase "rmdir" (after a delete phase): close and remove them. */
 void meta_rmdir_worker(struct phase_thread *t, void *arg);
 
-/* Before a phase other than create: open the directories not open yet.
- * 0, or an errno with the directory's name in where. */
+/* Before a phase other than create: open the directories not open yet
+ * (and the pair's, with --pair-dir). 0, or an errno with the directory's
+ * name in where. */
 int meta_open_dirs(struct meta_plan *p, char *where, size_t wlen);
 
 /* Close the directory fds still open. */

@@ -519,6 +519,20 @@ void phase_write_json(struct json *j, const struct phase_result *r)
 
     write_latency(j, r->lat);
 
+    if (r->paired) {
+        json_key(j, "paired");
+        json_obj_begin(j);
+        json_key(j, "dir");
+        json_str(j, r->pair_dir);
+        json_key(j, "seconds");
+        json_double(j, r->paired_own_s);
+        json_key(j, "pair_seconds");
+        json_double(j, r->paired_pair_s);
+        json_key(j, "ratio");
+        json_double(j, r->paired_pair_s > 0 ? r->paired_own_s / r->paired_pair_s : 0.0);
+        json_obj_end(j);
+    }
+
     for (unsigned k = 0; k < r->nclasses; k++) {
         const struct phase_class_result *c = &r->cls[k];
         snprintf(key, sizeof key, "%ss", r->class_names[k]);

@@ -1,15 +1,19 @@
-"""A run's reference for its random stat: the same pass over as many cached files on a tmpfs of its own.
+"""A run's reference for its random stat: as many cached files on a tmpfs of its own, statted file by
+file beside the target's.
 
 A pass of random stat over cached files does no I/O, so what makes one run's passes slower than
-another's is the host: a slow stretch of its processor, the hypervisor taking it. A pass over as
-many cached files on a tmpfs, made right after each of the target's, is slowed by the same stretch.
-The journal study's claims of no difference in random stat compare each run's fastest target pass
-over its fastest reference pass: what the target's file system costs stays in that ratio, most of
-the host's moment cancels (bench/README.md "A reference stat beside the target's"). The rates
-themselves stay in the tables as measured.
+another's is the host: this machine's processor runs the same loop at speeds up to twice apart, in
+stretches of tens to hundreds of milliseconds (bench/README.md "A reference stat beside the
+target's"). After each pass of the target alone (its rate, as the tables show it) a paired pass
+(the worker's `meta --pair-dir`) stats each file on the target and then on the reference, or the
+other way round, timing the two apart: every stretch falls on both sums alike, and their ratio keeps
+what the target's file system costs. The journal study's claims of no difference in random stat
+compare each run's median of those ratios.
 """
 
 from __future__ import annotations
+
+import statistics
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -52,31 +56,35 @@ def reference_tree(files: int, file_size: int, seed: int) -> Iterator[Path]:
         yield root
 
 
-def stat_pass(root: Path, files: int, file_size: int, seed: int) -> dict:
-    """One timed pass of random stat over the reference's files: the worker's phase record."""
-    doc = run_worker("meta", meta_args(root, files, file_size, seed, "stat:rand"))
-    if why := failure(doc):
-        raise WorkerError(f"the stat reference's pass: {why}")
-    return doc["phases"][0]
+def paired(root: Path) -> list[str]:
+    """The worker's meta options that pair each open, stat and read with the reference's files at `root`."""
+    return ["--pair-dir", str(root)]
 
 
-def interleaved(target_pass: Callable[[int], dict], root: Path, files: int, file_size: int, passes: int,
+def interleaved(target_pass: Callable[[int, list[str]], dict], root: Path, passes: int,
                 seed: int) -> tuple[list[dict], list[dict]]:
-    """`passes` times the target's stat pass (`target_pass(seed)`, a worker document), then the same pass
-    (the same seed, so the same order) over the reference's files; stops after a target pass that failed.
-    The target's documents, and the reference's pass records."""
-    docs, refs = [], []
+    """`passes` times the target's stat pass alone (`target_pass(seed, [])`, a worker document), then the
+    same pass (the same seed, so the same order) paired with the reference's files at `root`
+    (`target_pass(seed, paired(root))`); stops after a call that failed. The lone passes' documents, and
+    the paired passes' stat records."""
+    docs, pairs = [], []
     for i in range(passes):
-        docs.append(target_pass(seed + i))
+        docs.append(target_pass(seed + i, []))
         if failure(docs[-1]):
             break
-        refs.append(stat_pass(root, files, file_size, seed + i))
-    return docs, refs
+        doc = target_pass(seed + i, paired(root))
+        if why := failure(doc):
+            raise WorkerError(f"the stat paired with its reference: {why}")
+        pairs.append(next(p for p in doc["phases"] if p["name"] == "stat"))
+    return docs, pairs
 
 
-def summary(passes: list[dict], files: int) -> dict:
-    """The reference's passes as a run records them, its rate the fastest pass's (as the target's)."""
-    rates = [p["ops_per_s"] for p in passes]
-    return {"where": "tmpfs", "files": files, "passes": [{"seconds": p["seconds"], "ops_per_s": p["ops_per_s"]}
-                                                         for p in passes],
-            "ops_per_s": max(rates) if rates else None}
+def summary(pairs: list[dict], files: int) -> dict:
+    """The paired passes as a run records them: each pass's sums, and the run's `stat_vs_reference`, the
+    target's stat rate over the reference's (the reference's time over the target's), median over the
+    passes."""
+    ratios = [p["paired"]["pair_seconds"] / p["paired"]["seconds"] for p in pairs if p["paired"]["seconds"] > 0]
+    return {"where": "tmpfs", "files": files,
+            "passes": [{"seconds": p["paired"]["seconds"], "pair_seconds": p["paired"]["pair_seconds"]}
+                       for p in pairs],
+            "stat_vs_reference": statistics.median(ratios) if ratios else None}

@@ -9,8 +9,9 @@ Two kinds of pair, each point measured `repetitions` times like a study's:
   (the forest study's workload) and its meta create, open and stat of small
   files (the journal study's) on a target with an external log, and the
   journal study's random stat against its tmpfs reference (boatload.measure.reference:
-  each pass followed by the same pass over as many cached files on a tmpfs; the
-  point's rate is the fastest stat pass over the reference's fastest). A claim of
+  each pass followed by the same pass paired file by file with as many cached
+  files on a tmpfs; the point's rate is the stat's over the reference's, median
+  of the paired passes). A claim of
   no difference must come out equivalent or inconclusive; a claim that `a` is
   three times as fast must never come out reproduced.
 - a known effect: 4 KiB O_DIRECT random reads (the worker's randio, one
@@ -105,9 +106,9 @@ def _meta(root: Path, job: dict) -> dict:
 
 
 def _stat(root: Path, job: dict) -> dict:
-    """The files made (untimed), then each random stat pass followed by the reference's same pass; the rate
-    the fastest stat pass's over the reference's fastest, as the journal study's claims of no difference
-    in random stat compare them."""
+    """The files made (untimed), then each random stat pass followed by the same pass paired with the
+    reference's files; the rate the target's over the reference's (median of the paired passes), as the
+    journal study's claims of no difference in random stat compare them."""
     files = job["files"]
     args = reference.meta_args(root, files, META_FILE_SIZE, job["seed"], "create:seq", existing=False)
     made = run_worker("meta", args, setup=True)
@@ -115,15 +116,16 @@ def _stat(root: Path, job: dict) -> dict:
         return _result(made, "create")
     with reference.reference_tree(files, META_FILE_SIZE, job["seed"]) as ref_root:
         docs, refs = reference.interleaved(
-            lambda seed: run_worker("meta", reference.meta_args(root, files, META_FILE_SIZE, seed, "stat:rand")),
-            ref_root, files, META_FILE_SIZE, job["stat_passes"], job["seed"])
+            lambda seed, pair: run_worker("meta", [*reference.meta_args(root, files, META_FILE_SIZE, seed,
+                                                                        "stat:rand"), *pair]),
+            ref_root, job["stat_passes"], job["seed"])
     bad = next((d for d in docs if d["status"] != "ok"), None)
     if bad is not None:
         return _result(bad, "stat")
     ref = reference.summary(refs, files)
     fastest = max(phase(d, "stat")["ops_per_s"] for d in docs)
     return {"status": "ok", "reason": None, "ops": sum(phase(d, "stat")["ops"] for d in docs),
-            "seconds": sum(phase(d, "stat")["seconds"] for d in docs), "rate": fastest / ref["ops_per_s"],
+            "seconds": sum(phase(d, "stat")["seconds"] for d in docs), "rate": ref["stat_vs_reference"],
             "stat_ops_per_s": fastest, "stat_reference": ref}
 
 

@@ -29,9 +29,9 @@ reason): log placement and flushes mean nothing on a plain directory.
 
 With `stat_reference` the same five phases run as several worker calls on the
 same files (create and open; each stat pass; read and delete), each stat pass
-followed by the same pass over as many cached files on a tmpfs of the run's own
-(boatload.measure.reference); the claims of no difference in random stat compare
-each run's stat over its reference's (`stat_vs_reference`).
+followed by the same pass paired file by file with as many cached files on a
+tmpfs of the run's own (boatload.measure.reference); the claims of no difference
+in random stat compare each run's stat over its reference's (`stat_vs_reference`).
 
 Durability (setting `durability`, a list of points per target): `none` is
 the original's create, which leaves its files in the page cache; `syncfs`
@@ -198,16 +198,18 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
 
 def _with_reference(root, job: dict, counts) -> tuple[dict, dict | None]:
     """The five phases as three kinds of worker call, create and open, each stat pass, read and delete,
-    each stat pass followed by the same pass (same order) over the reference's files: one worker
-    document of the target's phases in their order, and the reference's passes."""
+    each stat pass followed by the same pass (same order) paired with the reference's files: one worker
+    document of the target's phases in their order, and the paired passes' summary."""
     files, size = job["files"], job["file_size"]
     ref_passes = []
     with reference.reference_tree(files, size, job["seed"]) as ref_root:
         docs = [run_worker("meta", worker_args(root, job, "create:seq,open:rand"), on_phase=counts)]
         if not failure(docs[0]):
             stats, ref_passes = reference.interleaved(
-                lambda seed: run_worker("meta", worker_args(root, job, "stat:rand", seed), on_phase=counts),
-                ref_root, files, size, stat_passes(job), job["seed"])
+                # the device counts are the lone passes' (a paired pass reads nothing either)
+                lambda seed, pair: run_worker("meta", [*worker_args(root, job, "stat:rand", seed), *pair],
+                                              on_phase=None if pair else counts),
+                ref_root, stat_passes(job), job["seed"])
             docs += stats
         if not failure(docs[-1]):
             docs.append(run_worker("meta", worker_args(root, job, "read:rand,delete:seq"), on_phase=counts))
@@ -282,7 +284,8 @@ ESTIMATE_S_PER_REFERENCE_FILE = 10e-6
 def estimate_s(job: dict) -> float:
     per_file = ESTIMATE_S_PER_FILE + (ESTIMATE_S_PER_FSYNC if durability(job) == "fsync" else 0.0)
     if job.get("stat_reference"):
-        per_file += ESTIMATE_S_PER_REFERENCE_FILE + stat_passes(job) * ESTIMATE_S_PER_STAT
+        # each paired pass stats every file twice
+        per_file += ESTIMATE_S_PER_REFERENCE_FILE + 2 * stat_passes(job) * ESTIMATE_S_PER_STAT
     return job["files"] * (per_file + (stat_passes(job) - 1) * ESTIMATE_S_PER_STAT)
 
 def run(job: dict) -> dict:
@@ -319,8 +322,9 @@ COLUMNS = {
     # rate over all its passes' summed seconds beside it
     "ops_per_s": dtypes.Float64,
     "ops_per_s_all_passes": dtypes.Float64,
-    # the random stat with `stat_reference`: its rate over the reference's (each the fastest pass's),
-    # the number the claims of no difference in random stat compare (boatload.measure.reference)
+    # the random stat with `stat_reference`: its rate over the reference's, file by file in the paired
+    # passes (median of them), the number the claims of no difference in random stat compare
+    # (boatload.measure.reference)
     "stat_vs_reference": dtypes.Float64,
     "p50_us": dtypes.Float64,
     "p99_us": dtypes.Float64,
@@ -358,7 +362,7 @@ def rows(doc: dict) -> list[dict]:
     # how passes merge are tabled as the new ones are
     worker = result.get("worker_result")
     done = {p["phase"]: p for p in (phases_of(worker) if worker else result.get("phases", []))}
-    ref_rate = (result.get("stat_reference") or {}).get("ops_per_s")
+    vs_reference = (result.get("stat_reference") or {}).get("stat_vs_reference")
     out = []
     for step, (_, _, label) in enumerate(PHASES, start=1):
         p = done.get(label)
@@ -386,8 +390,7 @@ def rows(doc: dict) -> list[dict]:
             "seconds": p.get("seconds"),
             "ops_per_s": p.get("ops_per_s"),
             "ops_per_s_all_passes": p.get("ops_per_s_all_passes"),
-            "stat_vs_reference": (p["ops_per_s"] / ref_rate if label == "random_stat" and ref_rate
-                                  and status == "ok" and p.get("ops_per_s") else None),
+            "stat_vs_reference": vs_reference if label == "random_stat" and status == "ok" else None,
             "p50_us": p.get("p50_us"),
             "p99_us": p.get("p99_us"),
             "cpu_user_s": p.get("cpu_user_s"),
@@ -431,10 +434,11 @@ STUDY = Study(
                                     "the phase's rate is its fastest pass's (a pass over cached files does "
                                     "no I/O and lasts milliseconds, and what slows one is the host)"},
         stat_reference={"type": "boolean", "default": False,
-                        "description": "follow each random stat pass with the same pass over as many cached files "
-                                       "on a tmpfs of the run's own; the claims of no difference in random stat "
-                                       "then compare each run's stat rate over its reference's, which cancels "
-                                       "most of what a slow moment of the host adds (boatload.measure.reference)"},
+                        "description": "follow each random stat pass with the same pass paired file by file with "
+                                       "as many cached files on a tmpfs of the run's own; the claims of no "
+                                       "difference in random stat then compare each run's stat rate over its "
+                                       "reference's, which cancels what a slow moment of the host adds "
+                                       "(boatload.measure.reference)"},
         fsync_files={"type": "integer", "minimum": 1,
                      "description": "files of the fsync create (default: files); each fsync costs a device "
                                     "round trip, milliseconds on a modelled disk"},
