@@ -109,7 +109,7 @@ def test_meta_pair_dir_times_each_op_beside_the_pairs(worker, shm_dir):
     for ph in doc["phases"]:
         paired = ph["paired"]
         assert ph["ops"] == 300 == ph["latency_us"]["count"]  # the target's ops alone
-        assert paired["dir"] == str(pair) and paired["seconds"] > 0 and paired["pair_seconds"] > 0
+        assert paired["pair"] == str(pair) and paired["seconds"] > 0 and paired["pair_seconds"] > 0
         assert paired["seconds"] + paired["pair_seconds"] <= ph["seconds"]
         assert paired["ratio"] == pytest.approx(paired["seconds"] / paired["pair_seconds"], rel=1e-6)
     read = doc["phases"][2]
@@ -133,6 +133,38 @@ def test_meta_pair_dir_times_each_op_beside_the_pairs(worker, shm_dir):
         r = run(worker, "meta", "--dir", str(target), *common, "--allow-existing", "--pair-dir", str(bad),
                 "--phases", "stat")
         assert r.returncode == 2 and r.stderr.startswith("boatload-worker: --pair-dir: ") and why in r.stderr
+
+
+def test_seqio_pair_file_reads_in_turns_timed_apart(worker, shm_dir):
+    """--pair-file: the target read whole in turns with the pair (which wraps around when shorter), each
+    side's time summed apart inside the run's; the bytes, ops and latencies are the target's alone; the
+    pair is refused for a write, for the target itself, and when shorter than a block."""
+    for name, size in (("big", "8M"), ("ref", "3M")):
+        r = run(worker, "seqio", "--dir", str(shm_dir), "--file", name, "--mode", "write", "--size", size,
+                "--block", "1M")
+        assert r.returncode == 0, r.stderr
+    pair = str(shm_dir / "ref")
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "big", "--mode", "read", "--block", "64K",
+            "--runs", "2", "--pair-file", pair)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["params"]["pair_file"] == pair
+    for ph in doc["phases"]:
+        check_phase_common(ph)
+        assert ph["bytes"] == 8 << 20 and ph["ops"] == 128 == ph["latency_us"]["count"]
+        paired = ph["paired"]
+        assert paired["pair"] == pair and paired["seconds"] > 0 and paired["pair_seconds"] > 0
+        assert paired["seconds"] + paired["pair_seconds"] <= ph["seconds"]
+        # the same bytes from the page cache of one tmpfs: neither side far from the other
+        assert 0.25 < paired["ratio"] < 4
+    for args, why in ((["--mode", "write", "--size", "1M"], "only applies to --mode read"),
+                      (["--mode", "read", "--pair-file", str(shm_dir / "big")], "is --file itself"),
+                      (["--mode", "read", "--block", "4M", "--pair-file", pair], "shorter than one --block"),
+                      (["--mode", "read", "--pair-file", str(shm_dir / "none")], "No such file")):
+        extra = [] if "--pair-file" in args else ["--pair-file", pair]
+        block = [] if "--block" in args else ["--block", "1M"]
+        r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "big", *block, *args, *extra)
+        assert r.returncode == 2 and r.stderr.startswith("boatload-worker: --pair-file: ") and why in r.stderr, r.stderr
 
 
 def test_seqio_write_then_read_16mib(worker, shm_dir):

@@ -453,7 +453,7 @@ static size_t run_phases(struct meta_plan *p, struct phase_result *res, struct p
         res[k].dirs = made; /* made by its mkdir phase, outside its timed window */
         if (p->pairfd >= 0 && meta_op_pairs(ph->op)) {
             res[k].paired = 1;
-            res[k].pair_dir = o->pair_dir;
+            res[k].pair = o->pair_dir;
             res[k].paired_own_s = (double)atomic_load(&p->pair_own_ns) / 1e9;
             res[k].paired_pair_s = (double)atomic_load(&p->pair_pair_ns) / 1e9;
         }

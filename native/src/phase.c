@@ -522,8 +522,8 @@ void phase_write_json(struct json *j, const struct phase_result *r)
     if (r->paired) {
         json_key(j, "paired");
         json_obj_begin(j);
-        json_key(j, "dir");
-        json_str(j, r->pair_dir);
+        json_key(j, "pair");
+        json_str(j, r->pair);
         json_key(j, "seconds");
         json_double(j, r->paired_own_s);
         json_key(j, "pair_seconds");

@@ -73,10 +73,10 @@ struct phase_result {
     unsigned nthreads;
     int interrupted;               /* stopped by SIGINT/SIGTERM */
     struct run_error error;        /* first failing system call, if any */
-    /* paired (meta --pair-dir): each op's time and the same op's on the pair,
-     * summed apart; written as "paired" when set */
+    /* paired (meta --pair-dir, seqio --pair-file): each op's time and the
+     * same op's on the pair, summed apart; written as "paired" when set */
     int paired;
-    const char *pair_dir;
+    const char *pair;
     double paired_own_s, paired_pair_s;
 };
 

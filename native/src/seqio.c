@@ -6,7 +6,9 @@
  *          pwrite blocks of --block bytes from offset 0 up to --size (the
  *          last block may be shorter), then fsync when --fsync-end is on
  *          (inside the timed phase, like dd conv=fsync);
- *   read:  pread blocks from offset 0 until EOF (or --size bytes).
+ *   read:  pread blocks from offset 0 until EOF (or --size bytes); with
+ *          --pair-file, in turns of SEQIO_PAIR_TURN bytes with the same
+ *          reads of the pair file, each turn timed apart ("paired").
  * One op = one pwrite/pread; its latency goes into the histogram. The
  * buffer is page aligned (or aligned to the file's direct I/O memory
  * alignment when the kernel reports a larger one).
@@ -32,6 +34,9 @@
 #define SEQIO_MAX_BLOCK (1ull << 30)
 #define SEQIO_MAX_SIZE (1ull << 50)     /* 1 PiB */
 #define SEQIO_MAX_RUNS 10000
+/* --pair-file: bytes read from one file (whole blocks, at least one) before
+ * the other's turn; short beside the host's slow stretches (tens of ms) */
+#define SEQIO_PAIR_TURN (1u << 20)
 
 enum mode { MODE_WRITE, MODE_READ };
 enum onoff { OFF, ON };
@@ -50,6 +55,7 @@ struct seqio_opts {
     uint64_t runs;
     int fsync_end;
     int content;
+    const char *pair_file;
 };
 
 struct seqio_plan {
@@ -63,6 +69,10 @@ struct seqio_plan {
     uint64_t file_size;   /* read: size of the file at the start */
     unsigned dio_align;   /* direct I/O offset alignment in force (0 without --direct) */
     struct dio_info dio;
+    int pair_fd;          /* --pair-file, or -1 */
+    uint64_t pair_span;   /* its bytes read in turn, whole blocks (reads wrap around there) */
+    uint64_t pair_off;    /* where its next read starts; goes on from run to run */
+    uint64_t own_ns, pair_ns; /* the run being timed: its turns' times, each file's */
 };
 
 static void seqio_worker(struct phase_thread *t, void *arg)
@@ -103,6 +113,80 @@ static void seqio_worker(struct phase_thread *t, void *arg)
         phase_fail(t, errno, o->file);
 }
 
+/* One turn of reads: up to `bytes` from fd at *off (wrapping at `wrap` when
+ * not 0, else stopping at `end`), `block` at a time. The target's reads
+ * (t given) count as ops with their latencies. Returns the bytes read, or
+ * -errno; *eof at the target's end of file. */
+static int64_t read_turn(struct phase_thread *t, const struct seqio_plan *p, int fd, uint64_t *off, uint64_t end,
+                         uint64_t wrap, uint64_t bytes, int *eof)
+{
+    uint64_t done = 0;
+    while (done < bytes && (wrap || *off < end)) {
+        if (wrap && *off >= wrap)
+            *off = 0;
+        uint64_t left = bytes - done;
+        if (!wrap && end - *off < left)
+            left = end - *off;
+        size_t n = left < p->o->block ? (size_t)left : (size_t)p->o->block;
+        uint64_t a = now_ns();
+        ssize_t r = pread(fd, p->buf, n, (off_t)*off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0) {
+            if (wrap)
+                return -EIO; /* the pair file shrank under us */
+            *eof = 1;
+            break;
+        }
+        *off += (uint64_t)r;
+        done += (uint64_t)r;
+        if (t) {
+            t->ops++;
+            t->bytes += (uint64_t)r;
+            hist_record(&t->hist, now_ns() - a);
+            phase_publish_counts(t);
+        }
+    }
+    return (int64_t)done;
+}
+
+/* A read run with --pair-file: turns of the target's reads and as many of
+ * the pair's (which first alternates), each turn timed apart. */
+static void seqio_paired_worker(struct phase_thread *t, void *arg)
+{
+    struct seqio_plan *p = arg;
+    const uint64_t turn = p->o->block >= SEQIO_PAIR_TURN ? p->o->block
+                                                         : SEQIO_PAIR_TURN / p->o->block * p->o->block;
+    uint64_t off = 0;
+    int eof = 0;
+    p->own_ns = p->pair_ns = 0;
+    for (uint64_t k = 0; off < p->total && !eof; k++) {
+        if (__builtin_expect(phase_stopping(t), 0))
+            return;
+        uint64_t own_bytes = 0;
+        for (int side = 0; side < 2; side++) {
+            int on_target = (side == 0) == (k % 2 == 0);
+            uint64_t a = now_ns();
+            int64_t r = on_target ? read_turn(t, p, p->fd, &off, p->total, 0, turn, &eof)
+                                  : read_turn(NULL, p, p->pair_fd, &p->pair_off, 0, p->pair_span,
+                                              own_bytes ? own_bytes : turn, &eof);
+            uint64_t b = now_ns();
+            if (r < 0) {
+                phase_fail(t, (int)-r, on_target ? p->o->file : p->o->pair_file);
+                return;
+            }
+            if (on_target) {
+                p->own_ns += b - a;
+                own_bytes = (uint64_t)r;
+            } else {
+                p->pair_ns += b - a;
+            }
+        }
+    }
+}
+
 static void write_params(struct json *j, const void *arg)
 {
     const struct seqio_plan *p = arg;
@@ -136,6 +220,11 @@ static void write_params(struct json *j, const void *arg)
         json_null(j);
     json_key(j, "seed");
     json_u64(j, o->c.seed);
+    json_key(j, "pair_file");
+    if (o->pair_file)
+        json_str(j, o->pair_file);
+    else
+        json_null(j);
     json_key(j, "interval_s");
     json_double(j, o->c.interval_s);
     json_obj_end(j);
@@ -173,6 +262,12 @@ static struct opt_spec specs[] = {
     {.name = "--content", .type = OPT_ENUM, .dst = &opts.content, .choices = content_names, .def = "zero",
      .help = "write: zero bytes (dd if=/dev/zero), or one block of pseudo-random bytes from --seed written "
              "over and over."},
+    {.name = "--pair-file", .type = OPT_STR, .dst = &opts.pair_file, .metavar = "PATH", .def_text = "no pair",
+     .help = "read only: a file on another file system, at least one block long, read the same way in turns "
+             "with the target (1 MiB or one block each, which first alternates, the pair's reads wrapping "
+             "around at its end and going on where the last run left off), each turn timed apart, so that a "
+             "slow moment of the host falls on both. Each run reports both sums and their ratio (\"paired\"); "
+             "its latencies and bytes are the target's reads alone, its seconds the whole run's."},
     {0},
 };
 
@@ -203,6 +298,10 @@ static int check_options(struct seqio_opts *o)
     }
     if (!cli_given(specs, "--fsync-end")) /* on for a buffered write (dd conv=fsync), off with O_DIRECT */
         o->fsync_end = o->mode == MODE_WRITE && !o->direct ? ON : OFF;
+    if (o->pair_file && o->mode != MODE_READ) {
+        cli_error("--pair-file: only applies to --mode read");
+        return -1;
+    }
     if (o->direct && o->block % COMMON_DIO_MIN_ALIGN != 0) {
         cli_error("--block: with --direct, expected a multiple of %u bytes, got '%llu'", COMMON_DIO_MIN_ALIGN,
                   (unsigned long long)o->block);
@@ -263,6 +362,36 @@ static int check_file(struct seqio_plan *p, const struct seqio_opts *o, int root
     return 0;
 }
 
+/* --pair-file, opened: a regular file of at least one block, not --file
+ * itself (the read buffer is the target's; --direct opens it with O_DIRECT
+ * too). 0, or -1 after a one-line message (exit 2). */
+static int open_pair(struct seqio_plan *p, const struct seqio_opts *o, int rootfd)
+{
+    p->pair_fd = open(o->pair_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (o->direct ? O_DIRECT : 0));
+    struct stat st, mine;
+    const char *why = NULL;
+    if (p->pair_fd < 0)
+        why = strerror(errno);
+    else if (fstat(p->pair_fd, &st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st.st_mode))
+        why = "not a regular file";
+    else if ((uint64_t)st.st_size < o->block)
+        why = "shorter than one --block";
+    else if (fstatat(rootfd, o->file, &mine, AT_SYMLINK_NOFOLLOW) == 0 && mine.st_dev == st.st_dev &&
+             mine.st_ino == st.st_ino)
+        why = "it is --file itself";
+    if (!why) {
+        p->pair_span = (uint64_t)st.st_size / o->block * o->block;
+        return 0;
+    }
+    cli_error("--pair-file: '%s': %s", o->pair_file, why);
+    if (p->pair_fd >= 0)
+        close(p->pair_fd);
+    p->pair_fd = -1;
+    return -1;
+}
+
 /* Open the file (an error is kept for the phases to report) and learn how
  * much each run moves. Nothing is truncated before all checks passed. */
 static void open_file(struct seqio_plan *p, const struct seqio_opts *o, int rootfd)
@@ -297,7 +426,8 @@ static int make_plan(struct seqio_plan *p, const struct seqio_opts *o)
     p->rootfd = common_open_dir(&o->c);
     if (p->rootfd < 0)
         return EXIT_USAGE;
-    if (check_file(p, o, p->rootfd) != 0) {
+    p->pair_fd = -1;
+    if (check_file(p, o, p->rootfd) != 0 || (o->pair_file && open_pair(p, o, p->rootfd) != 0)) {
         close(p->rootfd);
         return EXIT_USAGE;
     }
@@ -311,6 +441,8 @@ static int make_plan(struct seqio_plan *p, const struct seqio_opts *o)
             cli_error("--block: cannot allocate %llu bytes", (unsigned long long)o->block);
         if (p->fd >= 0)
             close(p->fd);
+        if (p->pair_fd >= 0)
+            close(p->pair_fd);
         close(p->rootfd);
         free(p->buf);
         return EXIT_FAILED;
@@ -346,17 +478,25 @@ static size_t run_phases(struct seqio_plan *p, int *oom)
         else if (o->mode == MODE_WRITE && ftruncate(p->fd, 0) != 0)
             rc = phase_result_setup_failed(&p->res[r], &po, errno, o->file);
         else
-            rc = phase_run(&p->res[r], &po, seqio_worker, p);
+            rc = phase_run(&p->res[r], &po, p->pair_fd >= 0 ? seqio_paired_worker : seqio_worker, p);
         if (rc != 0 && !p->res[r].lat) {
             *oom = 1;
             break;
         }
         nres = r + 1;
+        if (p->pair_fd >= 0 && p->fd >= 0) {
+            p->res[r].paired = 1;
+            p->res[r].pair = o->pair_file;
+            p->res[r].paired_own_s = (double)p->own_ns / 1e9;
+            p->res[r].paired_pair_s = (double)p->pair_ns / 1e9;
+        }
         if (phase_result_ends_run(&p->res[r]))
             break;
     }
     if (p->fd >= 0)
         close(p->fd);
+    if (p->pair_fd >= 0)
+        close(p->pair_fd);
     close(p->rootfd);
     return nres;
 }

@@ -1,5 +1,7 @@
-"""A run's reference for its random stat: as many cached files on a tmpfs of its own, statted file by
-file beside the target's.
+"""A run's references, measured beside the target so that the host's moment falls on both: for the
+journal's random stat as many cached files on a tmpfs of its own, statted file by file beside the
+target's; for the degradation study's buffered read a file on a second fresh file system of the
+target's kind on the same disk, read in turns with the target's big file.
 
 A pass of random stat over cached files does no I/O, so what makes one run's passes slower than
 another's is the host: this machine's processor runs the same loop at speeds up to twice apart, in
@@ -9,6 +11,12 @@ target's"). After each pass of the target alone (its rate, as the tables show it
 other way round, timing the two apart: every stretch falls on both sums alike, and their ratio keeps
 what the target's file system costs. The journal study's claims of no difference in random stat
 compare each run's median of those ratios.
+
+The degradation study's reads of its big file (512-byte buffered reads, most of their time system
+calls and page cache) move with the same stretches; `read_file` makes a file (as large as the memory
+limit) on a second file system like the target's, which no stage touches, and the worker's `seqio --pair-file` reads the two
+in turns of 1 MiB, each turn timed apart (bench/README.md "The degradation read paired with a
+reference").
 """
 
 from __future__ import annotations
@@ -20,11 +28,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from boatload.base.paths import scratch_dir
-from boatload.base.targetspec import TargetSpec
+from boatload.base.targetspec import MIN_SIZE_MB, TargetSpec
 from boatload.measure.worker import WorkerError, failure, run_worker
-from boatload.provision.targets import provision
+from boatload.provision.targets import provision, set_loop_direct_io
 
 NAME = "stat-reference"
+READ_NAME = "read-reference"
+READ_FILE = "reference"
 PAGE = 4096
 # a tmpfs file's inode and dentry, about; the size only has to hold the files
 PER_FILE_BYTES = 1024
@@ -83,8 +93,39 @@ def summary(pairs: list[dict], files: int) -> dict:
     """The paired passes as a run records them: each pass's sums, and the run's `stat_vs_reference`, the
     target's stat rate over the reference's (the reference's time over the target's), median over the
     passes."""
-    ratios = [p["paired"]["pair_seconds"] / p["paired"]["seconds"] for p in pairs if p["paired"]["seconds"] > 0]
+    ratios = [r for r in map(vs_reference, pairs) if r is not None]
     return {"where": "tmpfs", "files": files,
             "passes": [{"seconds": p["paired"]["seconds"], "pair_seconds": p["paired"]["pair_seconds"]}
                        for p in pairs],
             "stat_vs_reference": statistics.median(ratios) if ratios else None}
+
+
+def read_spec(target: TargetSpec, file_bytes: int) -> TargetSpec:
+    """The read reference's file system: the target's kind, file system and mkfs options, large enough for
+    the file; only a loop target without a model has one (another image on the same disk)."""
+    if target.kind != "loop" or target.model is not None:
+        raise ValueError(f"a read reference is made beside a loop target without a model, not {target.name}")
+    size = max(MIN_SIZE_MB.get(target.fs, 8), -(-file_bytes * 5 // 4 // (1 << 20)) + 64)
+    return TargetSpec(name=READ_NAME, kind="loop", fs=target.fs, size_mb=size, mkfs_options=target.mkfs_options)
+
+
+@contextmanager
+def read_file(target: TargetSpec, file_bytes: int, block: int, seed: int) -> Iterator[Path]:
+    """A fresh file system like the target's, its loop device on direct I/O as the target's, holding one
+    file of `file_bytes` written once with O_DIRECT (untimed); torn down after."""
+    with provision(read_spec(target, file_bytes), scratch_dir()) as prov:
+        on, why = set_loop_direct_io(prov)
+        if not on:
+            raise WorkerError(f"the read reference's loop device stays buffered: {why}")
+        doc = run_worker("seqio", ["--dir", str(prov.path), "--file", READ_FILE, "--mode", "write", "--direct",
+                                   "--block", str(block), "--size", str(file_bytes), "--seed", str(seed)],
+                         setup=True)
+        if why := failure(doc):
+            raise WorkerError(f"the read reference's file: {why}")
+        yield prov.path / READ_FILE
+
+
+def vs_reference(phase: dict) -> float | None:
+    """A paired phase's target rate over its reference's (the reference's time over the target's)."""
+    paired = phase.get("paired")
+    return paired["pair_seconds"] / paired["seconds"] if paired and paired["seconds"] > 0 else None

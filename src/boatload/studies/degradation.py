@@ -60,6 +60,18 @@ that stage 0 does not pay for that and the later stages not, the job first
 writes the target's free space once (O_DIRECT, untimed, kept in the result
 as `precondition`) and deletes that file.
 
+**The read's reference.** A buffered read of 512-byte blocks spends most of its
+time in system calls and the page cache, so a slow stretch of this machine's
+processor moves it from one stage to the next. With `read_reference` (a loop
+target without a model) the job makes a second fresh file system like the
+target's on the same disk, writes one file as large as the memory limit there once,
+and every read of the big file goes in turns of 1 MiB with the same reads of
+that file, each turn timed apart (worker `seqio --pair-file`,
+boatload.measure.reference): the run's `vs_reference` is the big file's rate over
+the reference's, which no stage touches, and the read claims compare it from
+stage to stage. The rate shown is the big file's own (its bytes over its turns'
+time). `read_runs` sets the reads per stage (default `runs`).
+
 Without root (no loop device, no cgroup) the job is recorded as skipped with
 the reason: a plain directory on the host file system says nothing about a
 file system filling up.
@@ -78,12 +90,13 @@ from boatload.provision import capacity, memlimit
 from boatload.base import system
 from boatload.base.errors import ConfigError
 from boatload.base.paths import scratch_dir
+from boatload.measure import reference
 from boatload.measure.runner import run_job
 from boatload.measure.creators import count_files
 from boatload.studies.record import (Original, ScaleGap, Study, base_job, base_row, for_target, settings, settings_schema,
                             target_spec)
 from boatload.provision.targets import Provisioned, set_loop_direct_io
-from boatload.measure.worker import failure, run_worker
+from boatload.measure.worker import WorkerError, failure, run_worker
 
 BIG_FILE = "dd"
 PRECONDITION_FILE = "precondition"
@@ -143,6 +156,13 @@ def jobs(config: dict) -> list[dict]:
                               why="measures a fresh file system, then the same after the extra files")
         fields = {k: t[k] for k in ("extra_files", "memory_limit_mb", "file_size_max", "runs", "loop_direct_io")}
         fields["block"] = str(t["block"])
+        fields["read_runs"] = t.get("read_runs") or t["runs"]
+        if t.get("read_reference"):
+            if spec.get("kind") != "loop" or spec.get("model") is not None:
+                raise ConfigError(f"config: studies.degradation.read_reference: only for a loop target without "
+                                  f"a model (a second image on the same disk), not {target}; turn it off in "
+                                  f"per_target.{target}")
+            fields["read_reference"] = True
         if spec.get("kind") != "dir" and spec.get("size_mb") is not None:
             file_bytes = 2 * memory_mb(fields["memory_limit_mb"]) << 20
             need = space_needed(file_bytes, fields["extra_files"], fields["file_size_max"])
@@ -233,20 +253,32 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
         return {"status": "error", "reason": f"preconditioning the image: {why}", "precondition": precondition}
     small_root = provisioned.path / SMALL_ROOT
     small_root.mkdir()
+    with contextlib.ExitStack() as stack:
+        try:
+            # as large as the memory limit: read in turns with the big file (twice the limit) and wrapping
+            # around, none of it is still cached when it comes round again
+            pair = (stack.enter_context(reference.read_file(provisioned.spec, file_bytes // 2, block, job["seed"]))
+                    if job.get("read_reference") else None)
+        except WorkerError as exc:
+            return {"status": "error", "reason": str(exc), "precondition": precondition}
+        return _stages(provisioned, job, small_root, pair, {
+            "memory_limit_mb": m, "memory_limit": "cgroup" if limit_mb is not None else "machine",
+            "file_bytes": file_bytes, "block": block, "space": space, "loop_direct_io": loop_dio,
+            "loop_direct_io_note": loop_dio_note, "precondition": precondition})
+
+
+def _stages(provisioned: Provisioned, job: dict, small_root, pair, setup: dict) -> dict:
+    """The three stages inside the memory limit: fill, writes, reads (paired with `pair` when given)."""
+    limit_mb, n, block, file_bytes = job["memory_limit_mb"], job["extra_files"], setup["block"], setup["file_bytes"]
     stages: list[dict] = []
     result = {
         "status": "ok",
         "reason": None,
-        "memory_limit_mb": m,
-        "memory_limit": "cgroup" if limit_mb is not None else "machine",
-        "file_bytes": file_bytes,
-        "block": block,
+        **setup,
         "read_block": READ_BLOCK,
         "runs": job["runs"],
-        "space": space,
-        "loop_direct_io": loop_dio,
-        "loop_direct_io_note": loop_dio_note,
-        "precondition": precondition,
+        "read_runs": job.get("read_runs", job["runs"]),
+        "read_reference": reference.READ_NAME if pair else None,
         "stages": stages,
         "worker_result": None,
         "memlimit": None,
@@ -282,16 +314,19 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
             if why:
                 result.update(status="error", reason=f"stage {stage}, adding small files: {why}")
                 break
-            common = ["--dir", str(provisioned.path), "--file", BIG_FILE, "--runs", str(job["runs"])]
+            common = ["--dir", str(provisioned.path), "--file", BIG_FILE]
             record["write"] = run_worker("seqio", [
-                *common, "--mode", "write", "--direct", "--block", str(block), "--size", str(file_bytes),
-                "--seed", str(job["seed"]),
+                *common, "--runs", str(job["runs"]), "--mode", "write", "--direct", "--block", str(block),
+                "--size", str(file_bytes), "--seed", str(job["seed"]),
             ], limit=lim)
             result["worker_result"] = result["worker_result"] or record["write"]
             if (why := failure(record["write"])):
                 result.update(status="error", reason=f"stage {stage}, O_DIRECT write: {why}")
                 break
-            record["read"] = run_worker("seqio", [*common, "--mode", "read", "--block", str(READ_BLOCK)], limit=lim)
+            record["read"] = run_worker("seqio", [
+                *common, "--runs", str(result["read_runs"]), "--mode", "read", "--block", str(READ_BLOCK),
+                *(["--pair-file", str(pair)] if pair else []),
+            ], limit=lim)
             record["memory"] = lim.stats()
             if (why := failure(record["read"])):
                 result.update(status="error", reason=f"stage {stage}, buffered read: {why}")
@@ -307,6 +342,8 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
 ESTIMATE_WRITE_MB_PER_S = 400
 ESTIMATE_READ_MB_PER_S = 800
 ESTIMATE_S_PER_SMALL_FILE = 100e-6
+# the read reference's file system made and mounted
+ESTIMATE_REFERENCE_MKFS_S = 2.0
 
 
 def tools(job: dict) -> set[str]:
@@ -316,19 +353,34 @@ def tools(job: dict) -> set[str]:
 def estimate_s(job: dict) -> float:
     """Three stages of `runs` writes and reads of the big file, and the 2N small files between them."""
     file_mb = 2 * memory_mb(job["memory_limit_mb"])
-    per_stage = job["runs"] * file_mb * (1 / ESTIMATE_WRITE_MB_PER_S + 1 / ESTIMATE_READ_MB_PER_S)
-    return 3 * per_stage + 2 * job["extra_files"] * ESTIMATE_S_PER_SMALL_FILE
+    reads = job.get("read_runs", job["runs"]) * (2 if job.get("read_reference") else 1)
+    per_stage = file_mb * (job["runs"] / ESTIMATE_WRITE_MB_PER_S + reads / ESTIMATE_READ_MB_PER_S)
+    reference_s = file_mb / 2 / ESTIMATE_WRITE_MB_PER_S + ESTIMATE_REFERENCE_MKFS_S if job.get("read_reference") else 0.0
+    return 3 * per_stage + 2 * job["extra_files"] * ESTIMATE_S_PER_SMALL_FILE + reference_s
 
 def run(job: dict) -> dict:
     """Provision the job's target, run the three stages, tear down; the raw result."""
     return run_job("degradation", job, measure, fallback_without_root=STUDY.measures_without_root)
 
 
+def _seconds(phase: dict) -> float:
+    """A run's own time: a read paired with the reference, its turns of the big file only."""
+    return phase["paired"]["seconds"] if phase.get("paired") else phase["seconds"]
+
+
+def _mb_per_s(phase: dict) -> float:
+    """A run's rate: the worker's, or a paired read's own (its bytes over its turns' time)."""
+    if not phase.get("paired"):
+        return phase["mb_per_s"]
+    seconds = phase["paired"]["seconds"]
+    return phase["bytes"] / 1e6 / seconds if seconds > 0 else 0.0
+
+
 def _median_rate(stage: dict, op: str) -> float | None:
     doc = stage.get("write" if op == "write_odirect" else "read")
     if not doc:
         return None
-    return statistics.median(p["mb_per_s"] for p in doc["phases"])
+    return statistics.median(_mb_per_s(p) for p in doc["phases"])
 
 
 def summary(doc: dict) -> str:
@@ -356,6 +408,8 @@ COLUMNS = {
     "bytes": dtypes.Int64,
     "seconds": dtypes.Float64,
     "mb_per_s": dtypes.Float64,
+    # a read paired with the reference (read_reference): its rate over the reference's in the same run
+    "vs_reference": dtypes.Float64,
     "memory_limit_mb": dtypes.Int64,
     "file_bytes": dtypes.Int64,
     "loop_direct_io": dtypes.Boolean,
@@ -385,12 +439,13 @@ def rows(doc: dict) -> list[dict]:
                     "run": p["run"] + 1,
                     "block": block,
                     "bytes": p["bytes"],
-                    "seconds": p["seconds"],
-                    "mb_per_s": p["mb_per_s"],
+                    "seconds": _seconds(p),
+                    "mb_per_s": _mb_per_s(p),
+                    "vs_reference": reference.vs_reference(p),
                 })
     if not out:
         out.append({**base, "stage": None, "extra_files": None, "files_on_disk": None, "op": None, "run": None,
-                    "block": None, "bytes": None, "seconds": None, "mb_per_s": None})
+                    "block": None, "bytes": None, "seconds": None, "mb_per_s": None, "vs_reference": None})
     return out
 
 
@@ -421,6 +476,14 @@ STUDY = Study(
         block={"type": "string", "pattern": "^[0-9]+[KMG]?$", "default": "12M",
                "description": "the big file's write block (dd bs=)"},
         runs={"type": "integer", "minimum": 1, "default": 5, "description": "writes and reads per stage"},
+        read_runs={"type": "integer", "minimum": 1,
+                   "description": "reads per stage, if not `runs` (a paired read's ratio moves little)"},
+        read_reference={"type": "boolean", "default": False,
+                        "description": "read the big file in turns with a file as large as the memory limit on "
+                                       "a second fresh file system like the target's on the same disk, each turn timed apart; the "
+                                       "read claims compare each run's rate over the reference's, which cancels "
+                                       "what a slow moment of the host adds (loop targets without a model; "
+                                       "boatload.measure.reference)"},
         loop_direct_io={"type": "boolean", "default": True,
                         "description": "switch a loop target to direct I/O, so that O_DIRECT writes and reads "
                                        "the limit pushes out of the cache reach the host's disk, not the "
