@@ -139,27 +139,42 @@ def test_seqio_pair_file_reads_in_turns_timed_apart(worker, shm_dir):
     """--pair-file: the target read whole in turns with the pair (which wraps around when shorter), each
     side's time summed apart inside the run's; the bytes, ops and latencies are the target's alone; the
     pair is refused for a write, for the target itself, and when shorter than a block."""
-    for name, size in (("big", "8M"), ("ref", "3M")):
+    # two files of 64 MiB, each larger than the processor's caches: each side's sum some tens of
+    # milliseconds over 64 turns, so that the scheduler taking the thread away for a slice (three test
+    # workers on two cores) cannot make one side's sum several times the other's, as it did over 8 MiB
+    # (a millisecond a side), and a shorter pair read round again is not served from the cache
+    for name, size in (("big", "64M"), ("ref", "64M")):
         r = run(worker, "seqio", "--dir", str(shm_dir), "--file", name, "--mode", "write", "--size", size,
                 "--block", "1M")
         assert r.returncode == 0, r.stderr
     pair = str(shm_dir / "ref")
-    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "big", "--mode", "read", "--block", "64K",
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "big", "--mode", "read", "--block", "1M",
             "--runs", "2", "--pair-file", pair)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["params"]["pair_file"] == pair
     for ph in doc["phases"]:
         check_phase_common(ph)
-        assert ph["bytes"] == 8 << 20 and ph["ops"] == 128 == ph["latency_us"]["count"]
+        assert ph["bytes"] == 64 << 20 and ph["ops"] == 64 == ph["latency_us"]["count"]
         paired = ph["paired"]
         assert paired["pair"] == pair and paired["seconds"] > 0 and paired["pair_seconds"] > 0
         assert paired["seconds"] + paired["pair_seconds"] <= ph["seconds"]
         # the same bytes from the page cache of one tmpfs: neither side far from the other
         assert 0.25 < paired["ratio"] < 4
+    # a shorter pair is read round again: the target still read whole, both sides timed
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "big", "--mode", "read", "--block", "1M",
+            "--size", "40M", "--pair-file", str(shm_dir / "short"))
+    assert r.returncode == 2  # no such file yet
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "short", "--mode", "write", "--size", "3M",
+            "--block", "1M")
+    assert r.returncode == 0, r.stderr
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "big", "--mode", "read", "--block", "1M",
+            "--size", "40M", "--pair-file", str(shm_dir / "short"))
+    [ph] = json.loads(r.stdout)["phases"]
+    assert r.returncode == 0 and ph["bytes"] == 40 << 20 and ph["paired"]["pair_seconds"] > 0
     for args, why in ((["--mode", "write", "--size", "1M"], "only applies to --mode read"),
                       (["--mode", "read", "--pair-file", str(shm_dir / "big")], "is --file itself"),
-                      (["--mode", "read", "--block", "4M", "--pair-file", pair], "shorter than one --block"),
+                      (["--mode", "read", "--block", "128M", "--pair-file", pair], "shorter than one --block"),
                       (["--mode", "read", "--pair-file", str(shm_dir / "none")], "No such file")):
         extra = [] if "--pair-file" in args else ["--pair-file", pair]
         block = [] if "--block" in args else ["--block", "1M"]

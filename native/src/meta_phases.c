@@ -177,12 +177,14 @@ static int do_create(struct phase_thread *t, const struct meta_plan *p, int dfd,
     return 0;
 }
 
-static int do_read(struct phase_thread *t, int dfd, const char *name, unsigned char *buf)
+/* Open `name` and read it to its end (read: true) or only close it again,
+ * adding the bytes read to *bytes. 0 or -errno. */
+static int open_read_close(int dfd, const char *name, int read_it, unsigned char *buf, uint64_t *bytes)
 {
     int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return -errno;
-    for (;;) {
+    while (read_it) {
         ssize_t r = read(fd, buf, META_IO_CHUNK);
         if (r == 0)
             break;
@@ -193,12 +195,9 @@ static int do_read(struct phase_thread *t, int dfd, const char *name, unsigned c
             close(fd);
             return -e;
         }
-        t->bytes += (uint64_t)r;
+        *bytes += (uint64_t)r;
     }
-    if (close(fd) != 0)
-        return -errno;
-    t->ops++;
-    return 0;
+    return close(fd) != 0 ? -errno : 0;
 }
 
 static int do_op(struct phase_thread *t, const struct meta_plan *p, int dfd, uint64_t i, const char *name,
@@ -207,14 +206,12 @@ static int do_op(struct phase_thread *t, const struct meta_plan *p, int dfd, uin
     switch (p->op) {
     case META_CREATE:
         return do_create(t, p, dfd, i, name);
-    case META_OPEN: {
-        int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0)
-            return -errno;
-        if (close(fd) != 0)
-            return -errno;
-        t->ops++;
-        return 0;
+    case META_OPEN:
+    case META_READ: {
+        int rc = open_read_close(dfd, name, p->op == META_READ, buf, &t->bytes);
+        if (rc == 0)
+            t->ops++;
+        return rc;
     }
     case META_STAT: {
         struct stat st;
@@ -223,8 +220,6 @@ static int do_op(struct phase_thread *t, const struct meta_plan *p, int dfd, uin
         t->ops++;
         return 0;
     }
-    case META_READ:
-        return do_read(t, dfd, name, buf);
     case META_DELETE:
         if (unlinkat(dfd, name, 0) != 0)
             return -errno;
@@ -241,22 +236,10 @@ static int do_op(struct phase_thread *t, const struct meta_plan *p, int dfd, uin
 static int do_pair_op(const struct meta_plan *p, int dfd, const char *name, unsigned char *buf)
 {
     struct stat st;
+    uint64_t uncounted = 0;
     if (p->op == META_STAT)
         return fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 ? -errno : 0;
-    int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    while (p->op == META_READ) {
-        ssize_t r = read(fd, buf, META_IO_CHUNK);
-        if (r == 0)
-            break;
-        if (r < 0 && errno != EINTR) {
-            int e = errno;
-            close(fd);
-            return -e;
-        }
-    }
-    return close(fd) != 0 ? -errno : 0;
+    return open_read_close(dfd, name, p->op == META_READ, buf, &uncounted);
 }
 
 /* One file's op on the target and on the pair, in turn (which goes first

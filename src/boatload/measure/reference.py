@@ -14,9 +14,9 @@ compare each run's median of those ratios.
 
 The degradation study's reads of its big file (512-byte buffered reads, most of their time system
 calls and page cache) move with the same stretches; `read_file` makes a file (as large as the memory
-limit) on a second file system like the target's, which no stage touches, and the worker's `seqio --pair-file` reads the two
-in turns of 1 MiB, each turn timed apart (bench/README.md "The degradation read paired with a
-reference").
+limit) on a second file system like the target's, which no stage touches, and the worker's
+`seqio --pair-file` reads the two in turns of 1 MiB, each turn timed apart (bench/README.md "The
+degradation read paired with a reference").
 """
 
 from __future__ import annotations
@@ -100,10 +100,16 @@ def summary(pairs: list[dict], files: int) -> dict:
             "stat_vs_reference": statistics.median(ratios) if ratios else None}
 
 
+def has_read_reference(kind: str | None, model) -> bool:
+    """Whether a target can have a read reference: a loop target without a model (another image on the
+    same disk; a modelled disk's reads are its own seeks)."""
+    return kind == "loop" and model is None
+
+
 def read_spec(target: TargetSpec, file_bytes: int) -> TargetSpec:
     """The read reference's file system: the target's kind, file system and mkfs options, large enough for
-    the file; only a loop target without a model has one (another image on the same disk)."""
-    if target.kind != "loop" or target.model is not None:
+    the file."""
+    if not has_read_reference(target.kind, target.model):
         raise ValueError(f"a read reference is made beside a loop target without a model, not {target.name}")
     size = max(MIN_SIZE_MB.get(target.fs, 8), -(-file_bytes * 5 // 4 // (1 << 20)) + 64)
     return TargetSpec(name=READ_NAME, kind="loop", fs=target.fs, size_mb=size, mkfs_options=target.mkfs_options)

@@ -158,7 +158,7 @@ def jobs(config: dict) -> list[dict]:
         fields["block"] = str(t["block"])
         fields["read_runs"] = t.get("read_runs") or t["runs"]
         if t.get("read_reference"):
-            if spec.get("kind") != "loop" or spec.get("model") is not None:
+            if not reference.has_read_reference(spec.get("kind"), spec.get("model")):
                 raise ConfigError(f"config: studies.degradation.read_reference: only for a loop target without "
                                   f"a model (a second image on the same disk), not {target}; turn it off in "
                                   f"per_target.{target}")
