@@ -172,7 +172,8 @@ def test_seqio_pair_file_reads_in_turns_timed_apart(worker, shm_dir):
             "--size", "40M", "--pair-file", str(shm_dir / "short"))
     [ph] = json.loads(r.stdout)["phases"]
     assert r.returncode == 0 and ph["bytes"] == 40 << 20 and ph["paired"]["pair_seconds"] > 0
-    for args, why in ((["--mode", "write", "--size", "1M"], "only applies to --mode read"),
+    for args, why in ((["--mode", "write", "--size", "1M"], "a write is paired only with --direct"),
+                      (["--mode", "write", "--size", "1M", "--direct", "--fsync-end", "on"], "--fsync-end off"),
                       (["--mode", "read", "--pair-file", str(shm_dir / "big")], "is --file itself"),
                       (["--mode", "read", "--block", "128M", "--pair-file", pair], "shorter than one --block"),
                       (["--mode", "read", "--pair-file", str(shm_dir / "none")], "No such file")):
@@ -180,6 +181,35 @@ def test_seqio_pair_file_reads_in_turns_timed_apart(worker, shm_dir):
         block = [] if "--block" in args else ["--block", "1M"]
         r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "big", *block, *args, *extra)
         assert r.returncode == 2 and r.stderr.startswith("boatload-worker: --pair-file: ") and why in r.stderr, r.stderr
+
+
+def test_seqio_pair_file_overwrites_a_write_pair_in_place(worker, shm_dir):
+    """--pair-file with an O_DIRECT write: the pair is overwritten in place in turns with the target's
+    writes, wrapping around at its last whole block: never grown, truncated or written past it; the
+    target's file is written whole and its bytes and ops are the target's alone. A refused pair leaves
+    no target file behind."""
+    pair = shm_dir / "ref"
+    pair.write_bytes(bytes(3 * (1 << 20) + 512 * 1024))  # 3.5 MiB of zeros: three whole blocks and a tail
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "big", "--mode", "write", "--direct",
+            "--size", "8M", "--block", "1M", "--content", "random", "--runs", "2", "--pair-file", str(pair))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["params"]["pair_file"] == str(pair) and doc["params"]["fsync_end"] is False
+    for ph in doc["phases"]:
+        check_phase_common(ph)
+        assert ph["bytes"] == 8 << 20 and ph["ops"] == 8 == ph["latency_us"]["count"]
+        paired = ph["paired"]
+        assert paired["seconds"] > 0 and paired["pair_seconds"] > 0
+        assert paired["seconds"] + paired["pair_seconds"] <= ph["seconds"]
+    data = pair.read_bytes()
+    assert len(data) == 3 * (1 << 20) + 512 * 1024  # not grown, not truncated
+    block = (shm_dir / "big").read_bytes()[: 1 << 20]
+    assert data[: 3 << 20] == block * 3  # the whole blocks overwritten with the target's data
+    assert data[3 << 20:] == bytes(512 * 1024)  # the tail past the last whole block untouched
+    assert (shm_dir / "big").stat().st_size == 8 << 20
+    r = run(worker, "seqio", "--dir", str(shm_dir), "--file", "fresh", "--mode", "write", "--direct",
+            "--size", "1M", "--block", "1M", "--pair-file", str(shm_dir / "none"))
+    assert r.returncode == 2 and "--pair-file: " in r.stderr and not (shm_dir / "fresh").exists()
 
 
 def test_seqio_write_then_read_16mib(worker, shm_dir):

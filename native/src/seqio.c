@@ -6,9 +6,11 @@
  *          pwrite blocks of --block bytes from offset 0 up to --size (the
  *          last block may be shorter), then fsync when --fsync-end is on
  *          (inside the timed phase, like dd conv=fsync);
- *   read:  pread blocks from offset 0 until EOF (or --size bytes); with
- *          --pair-file, in turns of SEQIO_PAIR_TURN bytes with the same
- *          reads of the pair file, each turn timed apart ("paired").
+ *   read:  pread blocks from offset 0 until EOF (or --size bytes).
+ * With --pair-file (a read, or an O_DIRECT write without --fsync-end) the
+ * target's blocks go in turns of SEQIO_PAIR_TURN bytes (at least a block)
+ * with the same reads or writes of the pair file, each turn timed apart
+ * ("paired"); the pair is written in place, never grown or truncated.
  * One op = one pwrite/pread; its latency goes into the histogram. The
  * buffer is page aligned (or aligned to the file's direct I/O memory
  * alignment when the kernel reports a larger one).
@@ -34,7 +36,7 @@
 #define SEQIO_MAX_BLOCK (1ull << 30)
 #define SEQIO_MAX_SIZE (1ull << 50)     /* 1 PiB */
 #define SEQIO_MAX_RUNS 10000
-/* --pair-file: bytes read from one file (whole blocks, at least one) before
+/* --pair-file: bytes moved on one file (whole blocks, at least one) before
  * the other's turn; short beside the host's slow stretches (tens of ms) */
 #define SEQIO_PAIR_TURN (1u << 20)
 
@@ -70,8 +72,8 @@ struct seqio_plan {
     unsigned dio_align;   /* direct I/O offset alignment in force (0 without --direct) */
     struct dio_info dio;
     int pair_fd;          /* --pair-file, or -1 */
-    uint64_t pair_span;   /* its bytes read in turn, whole blocks (reads wrap around there) */
-    uint64_t pair_off;    /* where its next read starts; goes on from run to run */
+    uint64_t pair_span;   /* its bytes used in turn, whole blocks (turns wrap around there) */
+    uint64_t pair_off;    /* where its next turn starts; goes on from run to run */
     uint64_t own_ns, pair_ns; /* the run being timed: its turns' times, each file's */
 };
 
@@ -113,33 +115,39 @@ static void seqio_worker(struct phase_thread *t, void *arg)
         phase_fail(t, errno, o->file);
 }
 
-/* One turn of reads: up to `bytes` from fd at *off (wrapping at `wrap` when
- * not 0, else stopping at `end`), `block` at a time. The target's reads
- * (t given) count as ops with their latencies. Returns the bytes read, or
+/* One turn of reads or writes (the run's mode): up to `bytes` on fd from
+ * *off, `block` at a time, wrapping at `wrap` when not 0 (the pair, never
+ * read or written past it), else stopping at `end`. The target's blocks
+ * (t given) count as ops with their latencies. Returns the bytes moved, or
  * -errno; *eof at the target's end of file. */
-static int64_t read_turn(struct phase_thread *t, const struct seqio_plan *p, int fd, uint64_t *off, uint64_t end,
-                         uint64_t wrap, uint64_t bytes, int *eof)
+static int64_t io_turn(struct phase_thread *t, const struct seqio_plan *p, int fd, uint64_t *off, uint64_t end,
+                       uint64_t wrap, uint64_t bytes, int *eof)
 {
+    const int writing = p->o->mode == MODE_WRITE;
     uint64_t done = 0;
     while (done < bytes && (wrap || *off < end)) {
         if (wrap && *off >= wrap)
             *off = 0;
-        uint64_t left = bytes - done;
-        if (!wrap && end - *off < left)
-            left = end - *off;
+        uint64_t left = bytes - done, room = wrap ? wrap - *off : end - *off;
+        if (room < left)
+            left = room;
         size_t n = left < p->o->block ? (size_t)left : (size_t)p->o->block;
+        if (!writing && p->dio_align && n % p->dio_align) /* direct read of an unaligned tail: ask for more */
+            n += p->dio_align - n % p->dio_align;
         uint64_t a = now_ns();
-        ssize_t r = pread(fd, p->buf, n, (off_t)*off);
+        ssize_t r = writing ? pwrite(fd, p->buf, n, (off_t)*off) : pread(fd, p->buf, n, (off_t)*off);
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0)
             return -errno;
         if (r == 0) {
-            if (wrap)
-                return -EIO; /* the pair file shrank under us */
+            if (writing || wrap)
+                return -EIO; /* a write that moved nothing, or the pair shrank under us */
             *eof = 1;
             break;
         }
+        if ((uint64_t)r > left)
+            r = (ssize_t)left;
         *off += (uint64_t)r;
         done += (uint64_t)r;
         if (t) {
@@ -152,7 +160,7 @@ static int64_t read_turn(struct phase_thread *t, const struct seqio_plan *p, int
     return (int64_t)done;
 }
 
-/* A read run with --pair-file: turns of the target's reads and as many of
+/* A run with --pair-file: turns of the target's blocks and as many bytes of
  * the pair's (which first alternates), each turn timed apart. */
 static void seqio_paired_worker(struct phase_thread *t, void *arg)
 {
@@ -169,9 +177,9 @@ static void seqio_paired_worker(struct phase_thread *t, void *arg)
         for (int side = 0; side < 2; side++) {
             int on_target = (side == 0) == (k % 2 == 0);
             uint64_t a = now_ns();
-            int64_t r = on_target ? read_turn(t, p, p->fd, &off, p->total, 0, turn, &eof)
-                                  : read_turn(NULL, p, p->pair_fd, &p->pair_off, 0, p->pair_span,
-                                              own_bytes ? own_bytes : turn, &eof);
+            int64_t r = on_target ? io_turn(t, p, p->fd, &off, p->total, 0, turn, &eof)
+                                  : io_turn(NULL, p, p->pair_fd, &p->pair_off, 0, p->pair_span,
+                                            own_bytes ? own_bytes : turn, &eof);
             uint64_t b = now_ns();
             if (r < 0) {
                 phase_fail(t, (int)-r, on_target ? p->o->file : p->o->pair_file);
@@ -263,11 +271,12 @@ static struct opt_spec specs[] = {
      .help = "write: zero bytes (dd if=/dev/zero), or one block of pseudo-random bytes from --seed written "
              "over and over."},
     {.name = "--pair-file", .type = OPT_STR, .dst = &opts.pair_file, .metavar = "PATH", .def_text = "no pair",
-     .help = "read only: a file on another file system, at least one block long, read the same way in turns "
-             "with the target (1 MiB or one block each, which first alternates, the pair's reads wrapping "
-             "around at its end and going on where the last run left off), each turn timed apart, so that a "
-             "slow moment of the host falls on both. Each run reports both sums and their ratio (\"paired\"); "
-             "its latencies and bytes are the target's reads alone, its seconds the whole run's."},
+     .help = "A file on another file system, at least one block long, read (or, for a write, overwritten in "
+             "place) the same way in turns with the target (1 MiB or one block each, which first alternates, "
+             "the pair's turns wrapping around at its end and going on where the last run left off), each turn "
+             "timed apart, so that a slow moment of the host falls on both. A write is paired only with "
+             "--direct and without --fsync-end. Each run reports both sums and their ratio (\"paired\"); its "
+             "latencies and bytes are the target's alone, its seconds the whole run's."},
     {0},
 };
 
@@ -298,8 +307,9 @@ static int check_options(struct seqio_opts *o)
     }
     if (!cli_given(specs, "--fsync-end")) /* on for a buffered write (dd conv=fsync), off with O_DIRECT */
         o->fsync_end = o->mode == MODE_WRITE && !o->direct ? ON : OFF;
-    if (o->pair_file && o->mode != MODE_READ) {
-        cli_error("--pair-file: only applies to --mode read");
+    if (o->pair_file && o->mode == MODE_WRITE && (!o->direct || o->fsync_end == ON)) {
+        /* a buffered write's turns would time the page cache, and the fsync the target alone */
+        cli_error("--pair-file: a write is paired only with --direct and --fsync-end off");
         return -1;
     }
     if (o->direct && o->block % COMMON_DIO_MIN_ALIGN != 0) {
@@ -363,11 +373,12 @@ static int check_file(struct seqio_plan *p, const struct seqio_opts *o, int root
 }
 
 /* --pair-file, opened: a regular file of at least one block, not --file
- * itself (the read buffer is the target's; --direct opens it with O_DIRECT
- * too). 0, or -1 after a one-line message (exit 2). */
+ * itself (the buffer is the target's; --direct opens it with O_DIRECT too). 0, or -1 after a one-line message (exit 2). */
 static int open_pair(struct seqio_plan *p, const struct seqio_opts *o, int rootfd)
 {
-    p->pair_fd = open(o->pair_file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (o->direct ? O_DIRECT : 0));
+    /* a write's pair: overwritten in place, never created or truncated */
+    p->pair_fd = open(o->pair_file, (o->mode == MODE_WRITE ? O_WRONLY : O_RDONLY) | O_NOFOLLOW | O_CLOEXEC |
+                                        (o->direct ? O_DIRECT : 0));
     struct stat st, mine;
     const char *why = NULL;
     if (p->pair_fd < 0)
@@ -428,6 +439,8 @@ static int make_plan(struct seqio_plan *p, const struct seqio_opts *o)
         return EXIT_USAGE;
     p->pair_fd = -1;
     if (check_file(p, o, p->rootfd) != 0 || (o->pair_file && open_pair(p, o, p->rootfd) != 0)) {
+        if (p->dio.created) /* the O_DIRECT probe made the file: nothing of this run is left behind */
+            (void)unlinkat(p->rootfd, o->file, 0);
         close(p->rootfd);
         return EXIT_USAGE;
     }

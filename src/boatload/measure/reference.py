@@ -16,7 +16,8 @@ The degradation study's reads of its big file (512-byte buffered reads, most of 
 calls and page cache) move with the same stretches; `read_file` makes a file (as large as the memory
 limit) on a second file system like the target's, which no stage touches, and the worker's
 `seqio --pair-file` reads the two in turns of 1 MiB, each turn timed apart (bench/README.md "The
-degradation read paired with a reference").
+degradation read paired with a reference"). Its O_DIRECT writes (a quarter of a second for 512 MiB)
+go the same way, in turns of one block with writes over that file in place.
 """
 
 from __future__ import annotations

@@ -70,7 +70,12 @@ that file, each turn timed apart (worker `seqio --pair-file`,
 boatload.measure.reference): the run's `vs_reference` is the big file's rate over
 the reference's, which no stage touches, and the read claims compare it from
 stage to stage. The rate shown is the big file's own (its bytes over its turns'
-time). `read_runs` sets the reads per stage (default `runs`).
+time). `read_runs` sets the reads per stage (default `runs`). With
+`write_reference` each O_DIRECT write of the big file goes the same way in
+turns of one block with writes over that file in place (which allocate
+nothing), and the write claims compare the write's rate over the
+reference's: a write of 512 MiB takes a quarter of a second here, as short
+as the processor's slow stretches.
 
 Without root (no loop device, no cgroup) the job is recorded as skipped with
 the reason: a plain directory on the host file system says nothing about a
@@ -157,12 +162,14 @@ def jobs(config: dict) -> list[dict]:
         fields = {k: t[k] for k in ("extra_files", "memory_limit_mb", "file_size_max", "runs", "loop_direct_io")}
         fields["block"] = str(t["block"])
         fields["read_runs"] = t.get("read_runs") or t["runs"]
-        if t.get("read_reference"):
+        for key in ("read_reference", "write_reference"):
+            if not t.get(key):
+                continue
             if not reference.has_read_reference(spec.get("kind"), spec.get("model")):
-                raise ConfigError(f"config: studies.degradation.read_reference: only for a loop target without "
+                raise ConfigError(f"config: studies.degradation.{key}: only for a loop target without "
                                   f"a model (a second image on the same disk), not {target}; turn it off in "
                                   f"per_target.{target}")
-            fields["read_reference"] = True
+            fields[key] = True
         if spec.get("kind") != "dir" and spec.get("size_mb") is not None:
             file_bytes = 2 * memory_mb(fields["memory_limit_mb"]) << 20
             need = space_needed(file_bytes, fields["extra_files"], fields["file_size_max"])
@@ -258,7 +265,7 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
             # as large as the memory limit: read in turns with the big file (twice the limit) and wrapping
             # around, none of it is still cached when it comes round again
             pair = (stack.enter_context(reference.read_file(provisioned.spec, file_bytes // 2, block, job["seed"]))
-                    if job.get("read_reference") else None)
+                    if job.get("read_reference") or job.get("write_reference") else None)
         except WorkerError as exc:
             return {"status": "error", "reason": str(exc), "precondition": precondition}
         return _stages(provisioned, job, small_root, pair, {
@@ -268,7 +275,8 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
 
 
 def _stages(provisioned: Provisioned, job: dict, small_root, pair, setup: dict) -> dict:
-    """The three stages inside the memory limit: fill, writes, reads (paired with `pair` when given)."""
+    """The three stages inside the memory limit: fill, writes, reads (each paired with `pair` when the job
+    says so)."""
     limit_mb, n, block, file_bytes = job["memory_limit_mb"], job["extra_files"], setup["block"], setup["file_bytes"]
     stages: list[dict] = []
     result = {
@@ -278,7 +286,8 @@ def _stages(provisioned: Provisioned, job: dict, small_root, pair, setup: dict) 
         "read_block": READ_BLOCK,
         "runs": job["runs"],
         "read_runs": job.get("read_runs", job["runs"]),
-        "read_reference": reference.READ_NAME if pair else None,
+        "read_reference": reference.READ_NAME if pair and job.get("read_reference") else None,
+        "write_reference": reference.READ_NAME if pair and job.get("write_reference") else None,
         "stages": stages,
         "worker_result": None,
         "memlimit": None,
@@ -318,6 +327,7 @@ def _stages(provisioned: Provisioned, job: dict, small_root, pair, setup: dict) 
             record["write"] = run_worker("seqio", [
                 *common, "--runs", str(job["runs"]), "--mode", "write", "--direct", "--block", str(block),
                 "--size", str(file_bytes), "--seed", str(job["seed"]),
+                *(["--pair-file", str(pair)] if result["write_reference"] else []),
             ], limit=lim)
             result["worker_result"] = result["worker_result"] or record["write"]
             if (why := failure(record["write"])):
@@ -325,7 +335,7 @@ def _stages(provisioned: Provisioned, job: dict, small_root, pair, setup: dict) 
                 break
             record["read"] = run_worker("seqio", [
                 *common, "--runs", str(result["read_runs"]), "--mode", "read", "--block", str(READ_BLOCK),
-                *(["--pair-file", str(pair)] if pair else []),
+                *(["--pair-file", str(pair)] if result["read_reference"] else []),
             ], limit=lim)
             record["memory"] = lim.stats()
             if (why := failure(record["read"])):
@@ -354,8 +364,10 @@ def estimate_s(job: dict) -> float:
     """Three stages of `runs` writes and reads of the big file, and the 2N small files between them."""
     file_mb = 2 * memory_mb(job["memory_limit_mb"])
     reads = job.get("read_runs", job["runs"]) * (2 if job.get("read_reference") else 1)
-    per_stage = file_mb * (job["runs"] / ESTIMATE_WRITE_MB_PER_S + reads / ESTIMATE_READ_MB_PER_S)
-    reference_s = file_mb / 2 / ESTIMATE_WRITE_MB_PER_S + ESTIMATE_REFERENCE_MKFS_S if job.get("read_reference") else 0.0
+    writes = job["runs"] * (2 if job.get("write_reference") else 1)
+    per_stage = file_mb * (writes / ESTIMATE_WRITE_MB_PER_S + reads / ESTIMATE_READ_MB_PER_S)
+    referenced = job.get("read_reference") or job.get("write_reference")
+    reference_s = file_mb / 2 / ESTIMATE_WRITE_MB_PER_S + ESTIMATE_REFERENCE_MKFS_S if referenced else 0.0
     return 3 * per_stage + 2 * job["extra_files"] * ESTIMATE_S_PER_SMALL_FILE + reference_s
 
 def run(job: dict) -> dict:
@@ -364,12 +376,12 @@ def run(job: dict) -> dict:
 
 
 def _seconds(phase: dict) -> float:
-    """A run's own time: a read paired with the reference, its turns of the big file only."""
+    """A run's own time: paired with the reference, its turns of the big file only."""
     return phase["paired"]["seconds"] if phase.get("paired") else phase["seconds"]
 
 
 def _mb_per_s(phase: dict) -> float:
-    """A run's rate: the worker's, or a paired read's own (its bytes over its turns' time)."""
+    """A run's rate: the worker's, or a paired run's own (its bytes over its turns' time)."""
     if not phase.get("paired"):
         return phase["mb_per_s"]
     seconds = phase["paired"]["seconds"]
@@ -408,7 +420,8 @@ COLUMNS = {
     "bytes": dtypes.Int64,
     "seconds": dtypes.Float64,
     "mb_per_s": dtypes.Float64,
-    # a read paired with the reference (read_reference): its rate over the reference's in the same run
+    # a run paired with the reference (read_reference, write_reference): its rate over the reference's in
+    # the same run
     "vs_reference": dtypes.Float64,
     "memory_limit_mb": dtypes.Int64,
     "file_bytes": dtypes.Int64,
@@ -484,6 +497,11 @@ STUDY = Study(
                                        "read claims compare each run's rate over the reference's, which cancels "
                                        "what a slow moment of the host adds (loop targets without a model; "
                                        "boatload.measure.reference)"},
+        write_reference={"type": "boolean", "default": False,
+                         "description": "write the big file (O_DIRECT) in turns of one block with writes over "
+                                        "the same reference file in place, each turn timed apart; the write "
+                                        "claims compare each run's rate over the reference's (loop targets "
+                                        "without a model)"},
         loop_direct_io={"type": "boolean", "default": True,
                         "description": "switch a loop target to direct I/O, so that O_DIRECT writes and reads "
                                        "the limit pushes out of the cache reach the host's disk, not the "
