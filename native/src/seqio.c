@@ -373,7 +373,8 @@ static int check_file(struct seqio_plan *p, const struct seqio_opts *o, int root
 }
 
 /* --pair-file, opened: a regular file of at least one block, not --file
- * itself (the buffer is the target's; --direct opens it with O_DIRECT too). 0, or -1 after a one-line message (exit 2). */
+ * itself (the buffer is the target's; --direct opens it with O_DIRECT
+ * too). 0, or -1 after a one-line message (exit 2). */
 static int open_pair(struct seqio_plan *p, const struct seqio_opts *o, int rootfd)
 {
     /* a write's pair: overwritten in place, never created or truncated */
