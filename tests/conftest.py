@@ -36,7 +36,7 @@ PARALLEL_FILES = {
     "test_blog.py", "test_blog_chromium.py", "test_bench_verdicts.py", "test_bench_quickrun.py", "test_compare.py",
     "test_compare_chromium.py", "test_jupyter_server.py",
     # the worker's and the baselines' outputs checked for content only, in their own temporary directories
-    "test_worker_cli.py", "test_worker_tree.py", "test_worker_split.py", "test_creators.py", "test_run_worker.py",
+    "test_worker_cli.py", "test_worker_tree.py", "test_worker_split.py", "test_creators.py",
     # provisioning: each test attaches its own loop devices and mounts in its own scratch directory
     # (tests/targetlib.py's `scratch`), makes its own cgroups (named by pid) and times nothing
     "test_targets.py", "test_targets_faults.py", "test_mount_targets.py", "test_device_guard.py",

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 from boatload.measure import interference
-from boatload.base.paths import scratch_dir, worker_binary
-from boatload.provision.hostops import token
+from boatload.base.paths import worker_binary
 
 
 class WorkerError(RuntimeError):
@@ -36,12 +35,8 @@ def run_worker(workload: str, args: list[str], limit=None, setup: bool = False, 
     start = limit.run if limit is not None else subprocess.run
     monitor = interference.active()
     first = len(monitor.records) if monitor else 0
-    # the document's folder in the scratch's dirs/, named with our pid: `boatload cleanup` (run before
-    # and after every reproduce) removes it should this process be killed before it does
-    out_dir = scratch_dir() / "dirs" / f"worker-{token()}"
-    out_dir.mkdir(parents=True)
-    try:
-        out = out_dir / "result.json"
+    with tempfile.TemporaryDirectory(prefix="boatload-worker-") as tmp:
+        out = Path(tmp) / "result.json"
         argv = [str(worker_binary()), workload, *args, "--out", str(out)]
         def measured(phase: str) -> bool:
             return not setup and (workload, phase) not in SETUP_PHASES
@@ -52,8 +47,6 @@ def run_worker(workload: str, args: list[str], limit=None, setup: bool = False, 
             how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
             raise WorkerError(f"worker {workload} failed ({how}): {(proc.stderr or '').strip()}")
         doc = json.loads(out.read_text())
-    finally:
-        shutil.rmtree(out_dir, ignore_errors=True)
     if monitor:
         interference.attach(doc, monitor.records[first:])
     return doc
