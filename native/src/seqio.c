@@ -365,9 +365,7 @@ static int check_file(struct seqio_plan *p, const struct seqio_opts *o, int root
                   "I/O alignment%s), got block %llu, size %llu",
                   bad, o->c.dir, p->dio_align, p->dio.reported ? "" : ", assumed", (unsigned long long)o->block,
                   (unsigned long long)o->size);
-        if (p->dio.created)
-            (void)unlinkat(rootfd, o->file, 0);
-        return -1;
+        return -1; /* make_plan removes the file the probe made */
     }
     return 0;
 }
@@ -440,7 +438,7 @@ static int make_plan(struct seqio_plan *p, const struct seqio_opts *o)
         return EXIT_USAGE;
     p->pair_fd = -1;
     if (check_file(p, o, p->rootfd) != 0 || (o->pair_file && open_pair(p, o, p->rootfd) != 0)) {
-        if (p->dio.created) /* the O_DIRECT probe made the file: nothing of this run is left behind */
+        if (p->dio.created) /* the O_DIRECT probe made the file: nothing of a refused run is left behind */
             (void)unlinkat(p->rootfd, o->file, 0);
         close(p->rootfd);
         return EXIT_USAGE;

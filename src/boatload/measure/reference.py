@@ -13,7 +13,7 @@ what the target's file system costs. The journal study's claims of no difference
 compare each run's median of those ratios.
 
 The degradation study's reads of its big file (512-byte buffered reads, most of their time system
-calls and page cache) move with the same stretches; `read_file` makes a file (as large as the memory
+calls and page cache) move with the same stretches; `file_reference` makes a file (as large as the memory
 limit) on a second file system like the target's, which no stage touches, and the worker's
 `seqio --pair-file` reads the two in turns of 1 MiB, each turn timed apart (bench/README.md "The
 degradation read paired with a reference"). Its O_DIRECT writes (a quarter of a second for 512 MiB)
@@ -101,26 +101,26 @@ def summary(pairs: list[dict], files: int) -> dict:
             "stat_vs_reference": statistics.median(ratios) if ratios else None}
 
 
-def has_read_reference(kind: str | None, model) -> bool:
-    """Whether a target can have a read reference: a loop target without a model (another image on the
-    same disk; a modelled disk's reads are its own seeks)."""
+def has_file_reference(kind: str | None, model) -> bool:
+    """Whether a target can have a file reference for its reads and writes: a loop target without a model
+    (another image on the same disk; a modelled disk's reads and writes are its own seeks)."""
     return kind == "loop" and model is None
 
 
-def read_spec(target: TargetSpec, file_bytes: int) -> TargetSpec:
-    """The read reference's file system: the target's kind, file system and mkfs options, large enough for
+def file_reference_spec(target: TargetSpec, file_bytes: int) -> TargetSpec:
+    """The file reference's file system: the target's kind, file system and mkfs options, large enough for
     the file."""
-    if not has_read_reference(target.kind, target.model):
+    if not has_file_reference(target.kind, target.model):
         raise ValueError(f"a read reference is made beside a loop target without a model, not {target.name}")
     size = max(MIN_SIZE_MB.get(target.fs, 8), -(-file_bytes * 5 // 4 // (1 << 20)) + 64)
     return TargetSpec(name=READ_NAME, kind="loop", fs=target.fs, size_mb=size, mkfs_options=target.mkfs_options)
 
 
 @contextmanager
-def read_file(target: TargetSpec, file_bytes: int, block: int, seed: int) -> Iterator[Path]:
+def file_reference(target: TargetSpec, file_bytes: int, block: int, seed: int) -> Iterator[Path]:
     """A fresh file system like the target's, its loop device on direct I/O as the target's, holding one
     file of `file_bytes` written once with O_DIRECT (untimed); torn down after."""
-    with provision(read_spec(target, file_bytes), scratch_dir()) as prov:
+    with provision(file_reference_spec(target, file_bytes), scratch_dir()) as prov:
         on, why = set_loop_direct_io(prov)
         if not on:
             raise WorkerError(f"the read reference's loop device stays buffered: {why}")

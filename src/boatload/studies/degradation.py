@@ -114,6 +114,8 @@ SIZE_SUFFIX = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 # Per small file beyond its data blocks: directory entry, and for xfs the
 # dynamically allocated inode (512 bytes); a rough upper bound for ext too.
 PER_FILE_OVERHEAD = 544
+# the settings that pair the big file's reads, its writes, with the one reference file
+REFERENCE_KEYS = ("read_reference", "write_reference")
 
 
 def parse_size(text: str | int) -> int:
@@ -162,10 +164,10 @@ def jobs(config: dict) -> list[dict]:
         fields = {k: t[k] for k in ("extra_files", "memory_limit_mb", "file_size_max", "runs", "loop_direct_io")}
         fields["block"] = str(t["block"])
         fields["read_runs"] = t.get("read_runs") or t["runs"]
-        for key in ("read_reference", "write_reference"):
+        for key in REFERENCE_KEYS:
             if not t.get(key):
                 continue
-            if not reference.has_read_reference(spec.get("kind"), spec.get("model")):
+            if not reference.has_file_reference(spec.get("kind"), spec.get("model")):
                 raise ConfigError(f"config: studies.degradation.{key}: only for a loop target without "
                                   f"a model (a second image on the same disk), not {target}; turn it off in "
                                   f"per_target.{target}")
@@ -264,14 +266,20 @@ def measure(provisioned: Provisioned, job: dict) -> dict:
         try:
             # as large as the memory limit: read in turns with the big file (twice the limit) and wrapping
             # around, none of it is still cached when it comes round again
-            pair = (stack.enter_context(reference.read_file(provisioned.spec, file_bytes // 2, block, job["seed"]))
-                    if job.get("read_reference") or job.get("write_reference") else None)
+            pair = (stack.enter_context(reference.file_reference(provisioned.spec, file_bytes // 2, block,
+                                                                 job["seed"]))
+                    if _referenced(job) else None)
         except WorkerError as exc:
             return {"status": "error", "reason": str(exc), "precondition": precondition}
         return _stages(provisioned, job, small_root, pair, {
             "memory_limit_mb": m, "memory_limit": "cgroup" if limit_mb is not None else "machine",
             "file_bytes": file_bytes, "block": block, "space": space, "loop_direct_io": loop_dio,
             "loop_direct_io_note": loop_dio_note, "precondition": precondition})
+
+
+def _referenced(job: dict) -> bool:
+    """Whether the job pairs its reads or its writes with a reference file (one file serves both)."""
+    return any(job.get(key) for key in REFERENCE_KEYS)
 
 
 def _stages(provisioned: Provisioned, job: dict, small_root, pair, setup: dict) -> dict:
@@ -366,8 +374,7 @@ def estimate_s(job: dict) -> float:
     reads = job.get("read_runs", job["runs"]) * (2 if job.get("read_reference") else 1)
     writes = job["runs"] * (2 if job.get("write_reference") else 1)
     per_stage = file_mb * (writes / ESTIMATE_WRITE_MB_PER_S + reads / ESTIMATE_READ_MB_PER_S)
-    referenced = job.get("read_reference") or job.get("write_reference")
-    reference_s = file_mb / 2 / ESTIMATE_WRITE_MB_PER_S + ESTIMATE_REFERENCE_MKFS_S if referenced else 0.0
+    reference_s = file_mb / 2 / ESTIMATE_WRITE_MB_PER_S + ESTIMATE_REFERENCE_MKFS_S if _referenced(job) else 0.0
     return 3 * per_stage + 2 * job["extra_files"] * ESTIMATE_S_PER_SMALL_FILE + reference_s
 
 def run(job: dict) -> dict:
