@@ -93,6 +93,17 @@ def test_a_studys_analysis_costs_what_its_notebook_last_took_here(tmp_path):
     assert settle._choose(record(False), config, tmp_path, results, 2, 20.0)[0] == {}
 
 
+def test_the_paper_keeps_back_the_analysis_only_of_the_studies_a_look_may_measure(tmp_path, monkeypatch):
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    verdicts = {"forest": ["reproduced", "same direction, size open"], "journal": ["equivalent", "contradicted"],
+                "tmpfs": ["not tested", "too few runs"], "filecount": []}
+    for name, words in verdicts.items():
+        (tables / f"{name}-summary.json").write_text(json.dumps({"verdicts": [{"verdict": w} for w in words]}))
+    monkeypatch.chdir(tmp_path)
+    assert settle._open_studies(list(verdicts)) == ["forest", "tmpfs"]
+
+
 def boatload(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{Path(BOATLOAD).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     out = subprocess.run([BOATLOAD, *args], cwd=workdir, capture_output=True, text=True, env=env)

@@ -16,6 +16,7 @@ import polars as pl
 import pytest
 import yaml
 
+from boatload.analysis.intervals import ratio_interval
 from boatload.studies import calibration
 from boatload.studies.calibration import STUDY
 from conftest import ROOT, ours_left
@@ -58,9 +59,11 @@ def test_a_target_outside_the_study_is_named():
         calibration.jobs(cfg)
 
 
-def table(tree_b_factor: float, changed_factor: float, reps: int = 5, seed: int = 3) -> pl.DataFrame:
+def table(tree_b_factor: float, changed_factor: float, reps: int = 5, seed: int = 3,
+          drift: float = 0.0) -> pl.DataFrame:
     """Runs of every point: the null tree pair with b at `tree_b_factor` of a,
-    the changed model at `changed_factor` of the prediction's IOPS."""
+    the changed model at `changed_factor` of the prediction's IOPS; every rate of
+    round r times 1 + drift * (r - 1) / (reps - 1), a host slowing or speeding up."""
     rng = np.random.default_rng(seed)
     rows = []
     truth = {"null-tree-a": 50_000.0, "null-tree-b": 50_000.0 * tree_b_factor, "null-meta-a": 30_000.0,
@@ -69,7 +72,7 @@ def table(tree_b_factor: float, changed_factor: float, reps: int = 5, seed: int 
     for point, rate in truth.items():
         kind = "tree" if "tree" in point else "meta" if "meta" in point else "stat" if "stat" in point else "randio"
         for rep in range(1, reps + 1):
-            r = rate * float(rng.lognormal(0.0, 0.02))
+            r = rate * float(rng.lognormal(0.0, 0.02)) * (1.0 + drift * (rep - 1) / (reps - 1))
             rows.append({"host": "fixture-host", "study": "calibration", "target": f"t-{point}", "filesystem": "ext4",
                          "hardware": "hdd-7200*" if point == "model-changed" else
                          "hdd-7200" if kind == "randio" else "this machine",
@@ -102,6 +105,21 @@ def test_known_answers_come_out_right_on_runs_that_hold_them(tmp_path):
     assert v["stat-same"]["verdict"] == "equivalent" and v["stat-3x"]["verdict"] == "not reproduced"
     assert s["answers"] == {"right": 7, "wrong": 0, "open": 0}
     assert (tmp_path / "results" / "figures" / "calibration-ratios.svg").stat().st_size > 0
+
+
+def test_a_null_pair_is_paired_by_round_so_a_drift_across_the_rounds_leaves_it_equivalent(tmp_path):
+    # 8 rounds and the host 40 % faster by the last: each round's two runs see the same host
+    frame = table(tree_b_factor=1.0, changed_factor=1.0, reps=8, drift=0.4)
+    s = run(tmp_path, frame)
+    v = by_id(s)
+    for claim_id, (a, b) in {"tree-same": ("null-tree-a", "null-tree-b"), "meta-same": ("null-meta-a", "null-meta-b"),
+                             "stat-same": ("null-stat-a", "null-stat-b")}.items():
+        assert v[claim_id]["pairs"] == 8 and v[claim_id]["verdict"] == "equivalent", v[claim_id]
+        # the same runs as two independent samples: the drift is in the interval
+        rates = [frame.filter(pl.col("point") == p)["rate"].to_list() for p in (a, b)]
+        unpaired = ratio_interval(*rates, level=v[claim_id]["level"])
+        assert unpaired.high / unpaired.low > 1.2 > v[claim_id]["ours_high"] / v[claim_id]["ours_low"]
+    assert s["answers"] == {"right": 7, "wrong": 0, "open": 0}
 
 
 def test_a_pair_that_differs_and_a_model_off_its_prediction_are_wrong_answers(tmp_path):

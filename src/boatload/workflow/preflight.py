@@ -238,7 +238,8 @@ ANALYSIS_ESTIMATE_S = 30.0
 # papermill's own start and the kernel's, outside the duration papermill records
 NOTEBOOK_START_S = 5.0
 # the paper, the blog pages and the provenance after the last notebook, and a Snakemake start
-PAPER_ESTIMATE_S = 30.0
+# (a few seconds on 2 cores: bench/README.md "The looks' share of the budget")
+PAPER_ESTIMATE_S = 10.0
 
 
 def analysis_seconds(results: Path, name: str) -> float:

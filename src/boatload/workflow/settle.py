@@ -288,6 +288,13 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
     return status
 
 
+def _open_studies(names: list[str]) -> list[str]:
+    """The studies whose first rounds left a claim open: the only ones a look measures and
+    whose analysis :func:`main` runs again at the end."""
+    return [n for n in names
+            if any(e.get("verdict") in OPEN for e in _summary(Path("results"), n).get("verdicts", []))]
+
+
 def budgeted(configfile: str, studies: list[str] | None = None) -> int:
     """`make reproduce` with the config's `budget_minutes`: the first rounds every
     point needs (the config's repetitions) and their analysis, then the looks of
@@ -311,8 +318,9 @@ def budgeted(configfile: str, studies: list[str] | None = None) -> int:
         return status
     if so_far := settle_record.decided_so_far("results", runs_dir):
         _say(f"the first rounds decided {so_far[0]} of {so_far[1]} claims tested")
-    # kept for the paper: each study's analysis again (the looks' verdicts) and the paper itself
-    left = minutes - (time.monotonic() - started) / 60.0 - tail_seconds(Path("results"), names) / 60.0
+    # kept for the paper: the analysis again of each study a look may measure (those with an open
+    # claim: main reruns only theirs) and the paper itself
+    left = minutes - (time.monotonic() - started) / 60.0 - tail_seconds(Path("results"), _open_studies(names)) / 60.0
     status = main(configfile, left, studies=studies, budget=True)
     if status != 0:
         return status
