@@ -175,3 +175,30 @@ def test_the_stat_pair_measures_each_pass_against_its_reference(tmp_path, monkey
         [row] = calibration.rows(doc)
         assert row["unit"] == "x reference" and row["rate"] == r["rate"]
     assert ours_left(tmp_path / "scratch") == []
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="needs root: loop devices")
+def test_the_null_creates_take_their_fastest_pass(tmp_path, monkeypatch):
+    """The tree and meta null creates run for real with three passes: each pass creates every file on a
+    target emptied before it (the tree's files removed, the meta's deleted by the worker), the run's rate is
+    the fastest pass's, its ops every pass's."""
+    monkeypatch.setenv("BOATLOAD_SCRATCH", str(tmp_path / "scratch"))
+    cfg = config("ci.yaml")
+    cfg["studies"]["calibration"]["create_passes"] = 3
+    jobs = [j for j in calibration.jobs(cfg) if j["kind"] in ("tree", "meta") and j["rep"] == 1 and
+            j["point"].endswith("-a")]
+    assert {j["kind"] for j in jobs} == {"tree", "meta"}
+    for job in jobs:
+        doc = STUDY.run(job)
+        r = doc["result"]
+        assert r["status"] == "ok", r["reason"]
+        files = job["files"] if job["kind"] == "meta" else job["shape"][0] * job["shape"][1]
+        assert len(r["create_passes"]) == 3 and r["rate"] == max(r["create_passes"])
+        assert r["ops"] == 3 * files and r["seconds"] > 0
+        if job["kind"] == "meta":
+            creates = [p for p in r["worker_result"]["phases"] if p["name"] == "create"]
+            assert [p["ops"] for p in creates] == [files] * 3 and all(p["existing"] == 0 for p in creates)
+            assert [p["name"] for p in r["worker_result"]["phases"]].count("delete") == 2
+        [row] = calibration.rows(doc)
+        assert row["rate"] == r["rate"] and row["ops"] == r["ops"]
+    assert ours_left(tmp_path / "scratch") == []

@@ -30,6 +30,7 @@ none of it and every read goes to the modelled media.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from boatload.base import dtypes
@@ -73,9 +74,9 @@ def jobs(config: dict) -> list[dict]:
     for rep in range(1, s["repetitions"] + 1):
         for side in ("a", "b"):
             out.append(base_job(config, STUDY_NAME, s["tree_target"], f"null-tree-{side}", rep, kind="tree",
-                                shape=s["tree_shape"]))
+                                shape=s["tree_shape"], create_passes=s["create_passes"]))
             out.append(base_job(config, STUDY_NAME, s["meta_target"], f"null-meta-{side}", rep, kind="meta",
-                                files=s["meta_files"]))
+                                files=s["meta_files"], create_passes=s["create_passes"]))
             out.append(base_job(config, STUDY_NAME, s["meta_target"], f"null-stat-{side}", rep, kind="stat",
                                 files=s["meta_files"], stat_passes=s["stat_passes"]))
         for role in ("base", "changed"):
@@ -93,16 +94,39 @@ def predicted_read_us(target: dict, file_mb: int, stack_us: float = 0.0) -> floa
     return native.expect_random_read_us(params, size, span=file_mb / target["size_mb"], length=XFER) + stack_us
 
 
+def _fastest(passes: list[dict]) -> dict:
+    """A null create's run from its passes' create phases ({ops, seconds, ops_per_s}): the rate the
+    fastest pass's (this machine's processor runs in slow and fast stretches about as long as a
+    pass: bench/README.md "The null creates' fastest pass"), the ops and seconds every pass's."""
+    return {"status": "ok", "reason": None, "ops": sum(ph["ops"] for ph in passes),
+            "seconds": sum(ph["seconds"] for ph in passes), "rate": max(ph["ops_per_s"] for ph in passes),
+            "create_passes": [ph["ops_per_s"] for ph in passes]}
+
+
 def _tree(root: Path, job: dict) -> dict:
-    doc = run_worker("tree", ["--dir", str(root), "--shape", "x".join(map(str, job["shape"])), "--threads", "1",
-                              "--seed", str(job["seed"])])
-    return _result(doc, "create")
+    """The tree created `create_passes` times, removed (untimed) between two passes."""
+    passes = []
+    for k in range(job.get("create_passes", 1)):
+        if k:
+            shutil.rmtree(root)
+            root.mkdir()
+        doc = run_worker("tree", ["--dir", str(root), "--shape", "x".join(map(str, job["shape"])), "--threads", "1",
+                                  "--seed", str(job["seed"])])
+        if doc["status"] != "ok":
+            return _result(doc, "create")
+        passes.append(phase(doc, "create"))
+    return {**_fastest(passes), "worker_result": doc}
 
 
 def _meta(root: Path, job: dict) -> dict:
-    args = reference.meta_args(root, job["files"], META_FILE_SIZE, job["seed"], "create:seq,stat:rand", existing=False)
-    doc = run_worker("meta", args)
-    return _result(doc, "create")
+    """One worker call: the files created and deleted `create_passes` - 1 times, created once more and
+    statted."""
+    phases = ",".join(["create:seq,delete:seq"] * (job.get("create_passes", 1) - 1) + ["create:seq,stat:rand"])
+    doc = run_worker("meta", reference.meta_args(root, job["files"], META_FILE_SIZE, job["seed"], phases,
+                                                 existing=False))
+    if doc["status"] != "ok":
+        return _result(doc, "create")
+    return {**_fastest([ph for ph in doc["phases"] if ph["name"] == "create"]), "worker_result": doc}
 
 
 def _stat(root: Path, job: dict) -> dict:
@@ -205,6 +229,9 @@ STUDY = Study(
                     "default": [20, 500], "description": "the tree's folders x files"},
         meta_target={**TARGET_FIELD, "description": "the null pair of the worker's meta create and stat"},
         meta_files={"type": "integer", "minimum": 1, "default": 5000, "description": "files of 1 KiB"},
+        create_passes={"type": "integer", "minimum": 1, "default": 1,
+                       "description": "the null creates (tree and meta): passes per run, the files removed "
+                                      "between two; the run's rate its fastest pass's"},
         stat_passes={"type": "integer", "minimum": 1, "default": 5,
                      "description": "the null pair of the random stat against its reference: passes per run, "
                                     "each followed by the reference's"},
