@@ -207,7 +207,7 @@ def rows(doc: dict) -> list[dict]:
     return [{**base_row(doc, r["status"], r["reason"]), "point": job["point"], "kind": job["kind"],
              "rep": job["rep"], "ops": r.get("ops"), "seconds": r.get("seconds"), "rate": r.get("rate"),
              "unit": KINDS[job["kind"]], "lat_mean_us": r.get("lat_mean_us"),
-             "predicted_read_us": r.get("predicted_read_us")}]
+             "predicted_read_us": r.get("predicted_read_us"), "create_passes": job.get("create_passes")}]
 
 
 def estimate_s(job: dict) -> float:
@@ -246,7 +246,8 @@ STUDY = Study(
     run=run,
     summary=summary,
     columns={"point": dtypes.String, "kind": dtypes.String, "rep": dtypes.Int64, "ops": dtypes.Int64, "seconds": dtypes.Float64,
-             "rate": dtypes.Float64, "unit": dtypes.String, "lat_mean_us": dtypes.Float64, "predicted_read_us": dtypes.Float64},
+             "rate": dtypes.Float64, "unit": dtypes.String, "lat_mean_us": dtypes.Float64, "predicted_read_us": dtypes.Float64,
+             "create_passes": dtypes.Int64},
     rows=rows,
     sort=("point", "rep"),
     tools=lambda job: set(),
