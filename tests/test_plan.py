@@ -94,30 +94,30 @@ def test_the_forest_scale_curve_runs_the_worker_at_each_size_on_every_target():
 
 
 def test_the_scale_curve_is_measured_in_its_first_rounds_only():
-    """The quick forest's scale curve (a rough projection, no interval) in rounds 1-2 of 4; the claims' points
+    """The quick forest's scale curve (a rough projection, no interval) in round 1 of 4; the claims' points
     in all 4; a later look's rounds (settle's repetitions) add none to the curve."""
     config = load("config")
     forest = config["studies"]["forest"]
-    assert forest["scale_repetitions"] == 2 < plan.repetitions_of(config, "forest") == 4
+    assert forest["scale_repetitions"] == 1 < plan.repetitions_of(config, "forest") == 4
     runs = [r for r in plan.runs(config) if r.study == "forest"]
-    assert {r.rep for r in runs if r.point.startswith("scale-")} == {1, 2}
+    assert {r.rep for r in runs if r.point.startswith("scale-")} == {1}
     assert {r.rep for r in runs if not r.point.startswith("scale-")} == {1, 2, 3, 4}
     assert len([r for r in runs if r.point.startswith("scale-")]) == (
-        len(forest["targets"]) * len(forest["scale_files"]) * 2)
+        len(forest["targets"]) * len(forest["scale_files"]))
     later = plan.runs(plan._with_repetitions(config, "forest", 8))
-    assert {r.rep for r in later if r.study == "forest" and r.point.startswith("scale-")} == {1, 2}
+    assert {r.rep for r in later if r.study == "forest" and r.point.startswith("scale-")} == {1}
 
 
 def test_filecounts_curve_is_measured_in_its_first_rounds_and_its_claims_points_in_all():
     config = load("config")
     filecount = config["studies"]["filecount"]
-    assert filecount["curve_repetitions"] == 2 and 10 in filecount["files"]
+    assert filecount["curve_repetitions"] == 1 and 10 in filecount["files"]
     for reps in (4, 8):  # the first rounds, and a later look's
         runs = [r for r in plan.runs(plan._with_repetitions(config, "filecount", reps)) if r.study == "filecount"]
         by_files = {}
         for r in runs:
             by_files.setdefault(r.job["files"], set()).add(r.rep)
-        assert by_files == {1: set(range(1, reps + 1)), 2: set(range(1, reps + 1)), 10: {1, 2}}
+        assert by_files == {1: set(range(1, reps + 1)), 2: set(range(1, reps + 1)), 10: {1}}
 
 
 @pytest.mark.parametrize("name", CONFIGS)
