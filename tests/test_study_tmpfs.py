@@ -325,3 +325,18 @@ def test_tmpfs_beyond_the_limit_swaps_to_its_modelled_disk(study_scratch):
     # attach's and the ext4's mount at least one per swapped MiB
     assert final["reads"] - at_attach["reads"] >= worker["memory"]["swap_used_mb"], (at_attach, final)
     assert {row["hardware"] for row in tmpfs.rows(doc)} == {"hdd-7200"}
+
+
+def test_a_claims_points_are_its_sides_on_its_own_hardware():
+    """The points a look measures for a claim (settle: claim_points): a claim on this machine's disk names
+    "tmpfs", one on the modelled disk "tmpfs on hdd-7200", as the notebook groups the runs; each gets the
+    points of its own hardware alone."""
+    jobs = tmpfs.jobs(config("config.yaml"))
+    beyond_over_inside = {"numerator": {"filesystem": "tmpfs", "working_set": 1.6},
+                          "denominator": {"filesystem": "tmpfs", "working_set": 0.6}}
+    assert tmpfs.claim_points(beyond_over_inside, jobs) == {("tmpfs", "ws1.6"), ("tmpfs", "ws0.6")}
+    modelled = {side: {**s, "filesystem": "tmpfs on hdd-7200"} for side, s in beyond_over_inside.items()}
+    assert tmpfs.claim_points(modelled, jobs) == {("tmpfs-hdd", "ws1.6"), ("tmpfs-hdd", "ws0.6")}
+    ext3_over_tmpfs = {"numerator": {"filesystem": "ext3 on hdd-7200", "working_set": 1.6},
+                       "denominator": {"filesystem": "tmpfs on hdd-7200", "working_set": 1.6}}
+    assert tmpfs.claim_points(ext3_over_tmpfs, jobs) == {("ext3-hdd", "ws1.6"), ("tmpfs-hdd", "ws1.6")}

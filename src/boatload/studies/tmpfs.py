@@ -104,6 +104,7 @@ from boatload.measure.runner import run_job
 from boatload.studies.record import (Original, PeerTable, ScaleGap, Study, base_job, base_row, for_target, settings,
                             settings_schema, target_spec)
 from boatload.provision.targets import Provisioned, set_loop_direct_io
+from boatload.provision.devmodel.presets import THIS_MACHINE, hardware
 from boatload.measure.worker import WorkerError, failure, run_worker
 
 MiB = 1024 * 1024
@@ -536,11 +537,18 @@ CACHE = {
 }
 
 
+def side_label(target: dict) -> str:
+    """The file system a claim's side names for a target, as the notebook groups the runs: its file
+    system on this machine's disk, "ext3 on hdd-7200" on a modelled one."""
+    hw = hardware(target)
+    return target["fs"] if hw == THIS_MACHINE else f"{target['fs']} on {hw}"
+
+
 def claim_points(claim: dict, jobs: list[dict]) -> set[tuple[str, str]]:
-    """A claim's sides are a file system and a working set each."""
+    """A claim's sides are a file system on its hardware and a working set each."""
     sides = [s for s in (claim.get("numerator"), claim.get("denominator")) if isinstance(s, dict)]
     return {(j["target"]["name"], j["point"]) for j in jobs for s in sides
-            if j["target"].get("fs") == s.get("filesystem") and j["point"] == point(s.get("working_set", 0))}
+            if side_label(j["target"]) == s.get("filesystem") and j["point"] == point(s.get("working_set", 0))}
 
 
 STUDY = Study(

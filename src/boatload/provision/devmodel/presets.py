@@ -96,9 +96,13 @@ def log_hardware(target: dict) -> str | None:
     return _model_name(log.get("model")) if log else None
 
 
+#: the hardware of a target without a model: the disk behind its loop device, or memory
+THIS_MACHINE = "this machine"
+
+
 def _model_name(model) -> str:
     if model is None:
-        return "this machine"
+        return THIS_MACHINE
     return model if isinstance(model, str) else f"{model.get('preset')}*"
 
 
