@@ -97,7 +97,10 @@ def test_meta_pair_dir_times_each_op_beside_the_pairs(worker, shm_dir):
     target, pair = shm_dir / "target", shm_dir / "pair"
     target.mkdir()
     pair.mkdir()
-    common = ["--files", "300", "--dirs", "3"]
+    # 3,000 files: each side's sum some milliseconds, so that the scheduler taking the thread away for a
+    # slice or two (three test workers on two cores) hits both sides about alike, as it did not over 300
+    # (the target's sum under a millisecond: one slice on its side made its read as slow as the pair's)
+    common = ["--files", "3000", "--dirs", "3"]
     for d, size in ((target, "1024"), (pair, "65536")):
         r = run(worker, "meta", "--dir", str(d), *common, "--size", size, "--phases", "create")
         assert r.returncode == 0, r.stderr
@@ -108,18 +111,18 @@ def test_meta_pair_dir_times_each_op_beside_the_pairs(worker, shm_dir):
     assert doc["params"]["pair_dir"] == str(pair)
     for ph in doc["phases"]:
         paired = ph["paired"]
-        assert ph["ops"] == 300 == ph["latency_us"]["count"]  # the target's ops alone
+        assert ph["ops"] == 3000 == ph["latency_us"]["count"]  # the target's ops alone
         assert paired["pair"] == str(pair) and paired["seconds"] > 0 and paired["pair_seconds"] > 0
         assert paired["seconds"] + paired["pair_seconds"] <= ph["seconds"]
         assert paired["ratio"] == pytest.approx(paired["seconds"] / paired["pair_seconds"], rel=1e-6)
     read = doc["phases"][2]
-    assert read["bytes"] == 300 * 1024  # the pair's bytes are not the target's
+    assert read["bytes"] == 3000 * 1024  # the pair's bytes are not the target's
     assert read["paired"]["ratio"] < 0.5  # 64 KiB files take longer to read than 1 KiB ones
     r = run(worker, "meta", "--dir", str(target), *common, "--allow-existing", "--pair-dir", str(pair),
             "--phases", "create,delete:rand")
     doc = json.loads(r.stdout)
     assert r.returncode == 0 and all("paired" not in ph for ph in doc["phases"])
-    assert len(list(pair.rglob("f*"))) == 300  # the pair untouched by create and delete
+    assert len(list(pair.rglob("f*"))) == 3000  # the pair untouched by create and delete
     r = run(worker, "meta", "--dir", str(target), *common, "--size", "1024", "--phases", "create")
     assert r.returncode == 0, r.stderr
     victim = sorted(pair.rglob("f*"))[7]
@@ -139,11 +142,12 @@ def test_seqio_pair_file_reads_in_turns_timed_apart(worker, shm_dir):
     """--pair-file: the target read whole in turns with the pair (which wraps around when shorter), each
     side's time summed apart inside the run's; the bytes, ops and latencies are the target's alone; the
     pair is refused for a write, for the target itself, and when shorter than a block."""
-    # two files of 64 MiB, each larger than the processor's caches: each side's sum some tens of
-    # milliseconds over 64 turns, so that the scheduler taking the thread away for a slice (three test
-    # workers on two cores) cannot make one side's sum several times the other's, as it did over 8 MiB
-    # (a millisecond a side), and a shorter pair read round again is not served from the cache
-    for name, size in (("big", "64M"), ("ref", "64M")):
+    # two files of 256 MiB, each larger than the processor's caches: each side's sum some tens of
+    # milliseconds over 256 turns, so that the scheduler taking the thread away for a slice or two (three
+    # test workers and two busy loops on two cores) cannot make one side's sum several times the other's,
+    # as it did over 8 MiB and, 2 times in 20, over 64 MiB (a few milliseconds a side), and a shorter pair
+    # read round again is not served from the cache
+    for name, size in (("big", "256M"), ("ref", "256M")):
         r = run(worker, "seqio", "--dir", str(shm_dir), "--file", name, "--mode", "write", "--size", size,
                 "--block", "1M")
         assert r.returncode == 0, r.stderr
@@ -155,7 +159,7 @@ def test_seqio_pair_file_reads_in_turns_timed_apart(worker, shm_dir):
     assert doc["params"]["pair_file"] == pair
     for ph in doc["phases"]:
         check_phase_common(ph)
-        assert ph["bytes"] == 64 << 20 and ph["ops"] == 64 == ph["latency_us"]["count"]
+        assert ph["bytes"] == 256 << 20 and ph["ops"] == 256 == ph["latency_us"]["count"]
         paired = ph["paired"]
         assert paired["pair"] == pair and paired["seconds"] > 0 and paired["pair_seconds"] > 0
         assert paired["seconds"] + paired["pair_seconds"] <= ph["seconds"]
@@ -175,7 +179,7 @@ def test_seqio_pair_file_reads_in_turns_timed_apart(worker, shm_dir):
     for args, why in ((["--mode", "write", "--size", "1M"], "a write is paired only with --direct"),
                       (["--mode", "write", "--size", "1M", "--direct", "--fsync-end", "on"], "--fsync-end off"),
                       (["--mode", "read", "--pair-file", str(shm_dir / "big")], "is --file itself"),
-                      (["--mode", "read", "--block", "128M", "--pair-file", pair], "shorter than one --block"),
+                      (["--mode", "read", "--block", "512M", "--pair-file", pair], "shorter than one --block"),
                       (["--mode", "read", "--pair-file", str(shm_dir / "none")], "No such file")):
         extra = [] if "--pair-file" in args else ["--pair-file", pair]
         block = [] if "--block" in args else ["--block", "1M"]
