@@ -410,7 +410,7 @@ STUDY = Study(
     settings=settings_schema(
         "randio 8 KB, 70 % reads, 64 threads over 1..k files",
         ["files"],
-        files={"type": "array", "minItems": 1, "items": {"type": "integer", "minimum": 1},
+        files={"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "integer", "minimum": 1},
                "description": "the numbers of files the threads spread their I/O over, one point each"},
         curve_repetitions=first_rounds_field("each point of the curve beside the claim's 1 and 2 files"),
         file_size_mb={"type": "integer", "minimum": 1, "default": 32, "description": "MiB per file"},

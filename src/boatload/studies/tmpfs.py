@@ -537,18 +537,14 @@ CACHE = {
 }
 
 
-def side_label(target: dict) -> str:
-    """The file system a claim's side names for a target, as the notebook groups the runs: its file
-    system on this machine's disk, "ext3 on hdd-7200" on a modelled one."""
-    hw = hardware(target)
-    return target["fs"] if hw == THIS_MACHINE else f"{target['fs']} on {hw}"
-
-
 def claim_points(claim: dict, jobs: list[dict]) -> set[tuple[str, str]]:
-    """A claim's sides are a file system on its hardware and a working set each."""
+    """A claim's sides are a file system on its hardware ("ext3 on hdd-7200", as the notebook groups the
+    runs) and a working set each."""
+    def label(t: dict) -> str:
+        return t["fs"] if hardware(t) == THIS_MACHINE else f"{t['fs']} on {hardware(t)}"
     sides = [s for s in (claim.get("numerator"), claim.get("denominator")) if isinstance(s, dict)]
     return {(j["target"]["name"], j["point"]) for j in jobs for s in sides
-            if side_label(j["target"]) == s.get("filesystem") and j["point"] == point(s.get("working_set", 0))}
+            if label(j["target"]) == s.get("filesystem") and j["point"] == point(s.get("working_set", 0))}
 
 
 STUDY = Study(
@@ -563,7 +559,8 @@ STUDY = Study(
                          "description": "cgroup limit (null: the machine's RAM)"},
         swap_mb={"type": "integer", "minimum": 0, "default": 0,
                  "description": "a swap file for the limit's overflow (tmpfs pages out to it)"},
-        working_set={"type": "array", "minItems": 1, "items": {"type": "number", "exclusiveMinimum": 0},
+        working_set={"type": "array", "minItems": 1, "uniqueItems": True,
+                     "items": {"type": "number", "exclusiveMinimum": 0},
                      "description": "data size as a multiple of memory"},
         dirs={"type": "integer", "minimum": 1, "default": 1000},
         size_max={"type": "integer", "exclusiveMinimum": 0, "default": 250000,
