@@ -186,7 +186,7 @@ def test_each_kind_of_bad_config_is_refused_in_one_line(case, tmp_path):
 def test_a_point_listed_twice_is_refused_naming_its_field(study, field, value):
     """A working set or a file count given twice would make two jobs of one raw result (Snakemake: a
     cyclic dependency, found by the dry run above); refused in one line before any plan."""
-    config = yaml.safe_load((Path(__file__).parents[1] / "config" / "ci.yaml").read_text())
+    config = copy.deepcopy(CONFIGS["ci"])
     config["studies"][study][field] = value
     with pytest.raises(ConfigError, match=rf"studies\.{study}\.{field}") as refused:
         validate(config)

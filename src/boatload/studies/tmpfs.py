@@ -540,11 +540,11 @@ CACHE = {
 def claim_points(claim: dict, jobs: list[dict]) -> set[tuple[str, str]]:
     """A claim's sides are a file system on its hardware ("ext3 on hdd-7200", as the notebook groups the
     runs) and a working set each."""
-    def label(t: dict) -> str:
-        return t["fs"] if hardware(t) == THIS_MACHINE else f"{t['fs']} on {hardware(t)}"
+    def label(t: dict, hw: str) -> str:
+        return t["fs"] if hw == THIS_MACHINE else f"{t['fs']} on {hw}"
     sides = [s for s in (claim.get("numerator"), claim.get("denominator")) if isinstance(s, dict)]
     return {(j["target"]["name"], j["point"]) for j in jobs for s in sides
-            if label(j["target"]) == s.get("filesystem") and j["point"] == point(s.get("working_set", 0))}
+            if label(j["target"], hardware(j["target"])) == s.get("filesystem") and j["point"] == point(s.get("working_set", 0))}
 
 
 STUDY = Study(
