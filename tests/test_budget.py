@@ -69,6 +69,23 @@ def test_the_budget_left_bounds_the_choice(tmp_path):
     assert sum(settle.estimates([r for r in new if r.rep > 1], tmp_path).values()) <= 10.0
 
 
+def test_a_study_of_cheap_runs_looks_at_more_of_them_than_the_others(tmp_path):
+    config = yaml.safe_load((repo_root() / "config" / "config.yaml").read_text())
+    config["settle"] = {"looks": 2, "max_repetitions": 8, "per_study": {"forest": {"max_repetitions": 16}}}
+    designs = settle._designs(config, ["forest", "journal", "degradation"])
+    assert designs["forest"].schedule == (4, 16) and designs["journal"].schedule == (4, 8)
+    assert designs["degradation"].schedule == (6, 8)
+    # the same alpha in all, the last look of each at the level the rest of it allows
+    assert all(abs(sum(d.spent()) - 0.05) < 1e-12 for d in designs.values())
+    assert designs["forest"].levels() == designs["journal"].levels()
+    # each design is named with its studies in the record's text
+    assert "forest: at most 2 looks at 4, 16" in settle._design_text(
+        designs, {"a": {"study": "forest"}, "b": {"study": "journal"}})
+    config["settle"]["per_study"]["forest"]["max_repetitions"] = 4
+    with pytest.raises(SystemExit, match=r"settle\.per_study\.forest\.max_repetitions: 4 cannot hold 2 looks"):
+        settle._designs(config, ["forest"])
+
+
 def executed_notebook(results: Path, name: str, seconds: float) -> None:
     """What papermill leaves in results/notebooks: the executed notebook with its kernel time."""
     (results / "notebooks").mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ import pytest
 from notebook_checks import clean_notebook_parameters, fmt_ratio, load_fixtures, spec_records
 
 from boatload.analysis.verdict import VERDICTS
+from boatload.studies.forest import claimed_points
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOK = REPO / "notebooks" / "forest.ipynb"
@@ -128,6 +129,22 @@ def test_summary(forest_run, fixture_runs):
     assert summary["counts"]["runs_not_measured"] == not_measured.height == len(summary["not_measured"])
     assert all(r["reason"] for r in summary["not_measured"])
     assert summary["counts"]["pairs_measured"] == measured(fixture_runs).select("target", "method").unique().height
+
+
+def test_the_claims_compare_only_points_the_plan_measures_in_every_round(forest_run, fixture_runs):
+    """boatload.studies.forest.claimed_points is the plan's copy of which points the notebook's claims
+    compare (the others it measures in the first round only, `unclaimed_repetitions`)."""
+    summary = json.loads((forest_run["results"] / "tables" / "forest-summary.json").read_text())
+    targets = dict(fixture_runs.select("target", "filesystem").unique().iter_rows())
+    claimed = claimed_points({"targets": {t: {"fs": fs} for t, fs in targets.items()}}, list(targets))
+    compared = set()
+    for v in summary["verdicts"]:
+        if v["kind"] == "method" and v["target"]:
+            compared |= {(v["target"], v["numerator"]), (v["target"], v["denominator"])}
+        elif v["kind"] == "filesystem" and v["numerator"] and v["denominator"]:
+            compared |= {(v["numerator"], "worker-1t"), (v["denominator"], "worker-1t")}
+    assert compared and compared <= claimed, compared - claimed
+    assert ("ext4", "worker-2t") not in claimed and ("tmpfs", "worker-1t") not in claimed
 
 
 def test_committed_notebook_is_clean():

@@ -11,7 +11,7 @@ import yaml
 from boatload.workflow import plan
 from boatload.base import tools
 from boatload.studies.config import ConfigError, validate
-from boatload.studies import study
+from boatload.studies import forest, study
 from conftest import ROOT
 
 CONFIGS = ["ci", "config", "full"]
@@ -106,6 +106,27 @@ def test_the_scale_curve_is_measured_in_its_first_rounds_only():
         len(forest["targets"]) * len(forest["scale_files"]))
     later = plan.runs(plan._with_repetitions(config, "forest", 8))
     assert {r.rep for r in later if r.study == "forest" and r.point.startswith("scale-")} == {1}
+
+
+def test_the_forests_points_no_claim_compares_are_measured_in_its_first_rounds_only():
+    """The quick forest's claims compare the original's methods on ext4 and the native program on
+    ext4, ext2 and XFS: those points in every round, the rest in the first (a look adds none)."""
+    config = load("config")
+    claimed = {("ext4", m) for m in ("worker-1t", "python", "touch-many", "touch-each", "tar", "unzip")} | {
+        ("ext2", "worker-1t"), ("xfs", "worker-1t")}
+    for reps in (4, 16):  # the first rounds, and the forest's last look
+        runs = [r for r in plan.runs(plan._with_repetitions(config, "forest", reps))
+                if r.study == "forest" and not r.point.startswith("scale-")]
+        rounds = {}
+        for r in runs:
+            rounds.setdefault((r.target, r.point), set()).add(r.rep)
+        assert {p for p, got in rounds.items() if got == set(range(1, reps + 1))} == claimed
+        assert all(got == {1} for p, got in rounds.items() if p not in claimed)
+        assert ("ext4", "worker-2t") in rounds and ("btrfs", "worker-1t") in rounds
+    # without an ext4 the claims' home is the first target that is not a tmpfs: all of its methods count
+    targets = {"tmpfs": {"fs": "tmpfs"}, "x": {"fs": "xfs"}, "b": {"fs": "btrfs"}}
+    assert forest.claimed_points({"targets": targets}, ["tmpfs", "b", "x"]) == {
+        ("b", m) for m in forest.CLAIM_METHODS} | {("x", m) for m in forest.CLAIM_METHODS} | {("x", "worker-1t")}
 
 
 def test_filecounts_curve_is_measured_in_its_first_rounds_and_its_claims_points_in_all():

@@ -36,7 +36,8 @@ def paired_runs() -> list[int]:
         cfg = yaml.safe_load((ROOT / "config" / name).read_text())
         studies = [s for s in cfg["studies"].values() if s]
         runs |= {s.get("repetitions", cfg["repetitions"]) for s in studies}
-        runs.add((cfg.get("settle") or {}).get("max_repetitions", 0))
+        looks = cfg.get("settle") or {}
+        runs |= {looks.get("max_repetitions", 0), *(s["max_repetitions"] for s in (looks.get("per_study") or {}).values())}
     return sorted(n for n in runs if n >= pairs_for_interval(RULE.level))
 
 

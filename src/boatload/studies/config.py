@@ -31,6 +31,7 @@ def schema() -> dict:
 
     out = copy.deepcopy(_schema_file())
     out["properties"]["studies"]["properties"] = {name: s.settings for name, s in registry().items()}
+    out["properties"]["settle"]["properties"]["per_study"]["propertyNames"] = {"enum": list(registry())}
     return out
 
 

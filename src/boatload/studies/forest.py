@@ -28,6 +28,22 @@ METHOD_LABELS = {
 
 WORKER_THREADS = {"worker-1t": 1, "worker-2t": 2}
 
+# The points the notebook's claims compare (notebooks/forest.ipynb; tests/test_notebooks.py holds
+# it to these): the original's methods on its home target (the first ext4 measured, else the first
+# that is not a tmpfs, else the first), the native program on an ext4, an ext2 and an XFS.
+CLAIM_METHODS = ("worker-1t", "python", "touch-many", "touch-each", "tar", "unzip")
+CLAIM_FILESYSTEMS = ("ext4", "ext2", "xfs")
+
+
+def claimed_points(config: dict, targets: list[str]) -> set[tuple[str, str]]:
+    """The (target, method) points of `targets` a claim may rest on: every target the notebook
+    could take for home (it chooses among those measured, so all of its candidates)."""
+    fs = {name: target_spec(config, name)["fs"] for name in targets}
+    home = ([t for t in targets if fs[t] == "ext4"] or [t for t in targets if fs[t] != "tmpfs"] or targets)
+    return ({(t, m) for t in home for m in CLAIM_METHODS}
+            | {(t, "worker-1t") for t in targets if fs[t] in CLAIM_FILESYSTEMS})
+
+
 # The scale curve (setting scale_files): forests of N/1000 leaf directories of
 # FILES_PER_DIR files each, made by SCALE_METHOD, so the notebook can fit how
 # the time grows with N and project the original's 1e9 files.
@@ -151,11 +167,12 @@ def jobs(config: dict) -> list[dict]:
             check_fits(config, name, scale_shape(sizes[name][-1]), ", the largest of scale_files",
                        "studies.forest.scale_files")
     reps = range(1, s["repetitions"] + 1)
+    claimed = claimed_points(config, list(own))
     methods = [
         base_job(config, "forest", target, method, rep, method=method, shape=t["shape"], time_cap_s=t["time_cap_s"])
         for target, t in own.items()
         for method in t["methods"]
-        for rep in reps
+        for rep in (reps if (target, method) in claimed else first_rounds(s, "unclaimed_repetitions"))
     ]
     # The method runs' jobs stay as they were (a new field would measure them
     # again); only scale jobs name their series, and have no time cap.
@@ -280,6 +297,9 @@ STUDY = Study(
                      "type": "array", "uniqueItems": True, "default": [],
                      "items": {"type": "integer", "minimum": FILES_PER_DIR, "multipleOf": FILES_PER_DIR}},
         scale_repetitions=first_rounds_field("the scale curve (a rough projection without an interval)"),
+        unclaimed_repetitions=first_rounds_field("a method on a target no claim compares it on (the rates figure "
+                                                 "only: the two-thread program everywhere, any method on a target "
+                                                 "that is neither the claims' home nor an ext4, ext2 or XFS)"),
     ),
     jobs=jobs,
     run=run,
