@@ -15,7 +15,8 @@ import pytest
 import yaml
 
 from boatload.workflow import settle
-from boatload.workflow.preflight import ANALYSIS_ESTIMATE_S, NOTEBOOK_START_S, analysis_seconds
+from boatload.workflow import preflight
+from boatload.workflow.preflight import ANALYSIS_ESTIMATE_S, NOTEBOOK_START_S, PAPER_ESTIMATE_S, analysis_seconds
 from boatload.analysis import settle_record
 from boatload.analysis.verdict import DECIDED
 from boatload.base.paths import repo_root
@@ -119,6 +120,19 @@ def test_the_paper_keeps_back_the_analysis_only_of_the_studies_a_look_may_measur
         (tables / f"{name}-summary.json").write_text(json.dumps({"verdicts": [{"verdict": w} for w in words]}))
     monkeypatch.chdir(tmp_path)
     assert settle._open_studies(list(verdicts)) == ["forest", "tmpfs"]
+
+
+def test_the_analysis_kept_back_runs_side_by_side_on_the_profiles_cores(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    executed_notebook(results, "forest", 10.0)
+    executed_notebook(results, "tmpfs", 20.0)
+    assert preflight.analysis_jobs() == min(2, os.cpu_count())  # profiles/default: cores 2
+    monkeypatch.setattr(preflight, "analysis_jobs", lambda: 2)
+    # two notebooks of 15 and 25 s (with papermill's start) on two cores: the longer one, then the paper
+    assert preflight.tail_seconds(results, ["forest", "tmpfs"]) == PAPER_ESTIMATE_S + 25.0
+    monkeypatch.setattr(preflight, "analysis_jobs", lambda: 1)
+    assert preflight.tail_seconds(results, ["forest", "tmpfs"]) == PAPER_ESTIMATE_S + 40.0
+    assert preflight.tail_seconds(results, []) == PAPER_ESTIMATE_S
 
 
 def boatload(workdir: Path, *args: str) -> subprocess.CompletedProcess:

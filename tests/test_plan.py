@@ -114,7 +114,7 @@ def test_the_forests_points_no_claim_compares_are_measured_in_its_first_rounds_o
     config = load("config")
     claimed = {("ext4", m) for m in ("worker-1t", "python", "touch-many", "touch-each", "tar", "unzip")} | {
         ("ext2", "worker-1t"), ("xfs", "worker-1t")}
-    for reps in (4, 16):  # the first rounds, and the forest's last look
+    for reps in (4, 12):  # the first rounds, and the forest's last look
         runs = [r for r in plan.runs(plan._with_repetitions(config, "forest", reps))
                 if r.study == "forest" and not r.point.startswith("scale-")]
         rounds = {}

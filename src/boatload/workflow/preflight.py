@@ -24,6 +24,7 @@ from boatload.measure import interference, machineload
 from boatload.provision import memlimit
 from boatload.workflow import plan
 from boatload.base import system, tools
+from boatload.base.paths import repo_root
 from boatload.studies import registry, study
 from boatload.provision.hostops import existing_ancestor, statfs_type  # statfs_type: the names NO_SWAP_FS uses
 from boatload.provision.swapfiles import NO_SWAP_FS
@@ -253,9 +254,23 @@ def analysis_seconds(results: Path, name: str) -> float:
         return ANALYSIS_ESTIMATE_S
 
 
+def analysis_jobs() -> int:
+    """How many analysis jobs run side by side here: the default profile's cores (they hold
+    no `bench` resource), at most the machine's."""
+    import yaml
+
+    try:
+        cores = int(yaml.safe_load((repo_root() / "profiles" / "default" / "config.yaml").read_text())["cores"])
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+        cores = 1
+    return max(1, min(cores, os.cpu_count() or 1))
+
+
 def tail_seconds(results: Path, names: list[str]) -> float:
-    """Seconds after the last measurement: each study's analysis again, then the paper."""
-    return PAPER_ESTIMATE_S + sum(analysis_seconds(results, n) for n in names)
+    """Seconds after the last measurement: each study's analysis again, side by side on
+    `analysis_jobs()` cores (no shorter than the longest one), then the paper."""
+    each = [analysis_seconds(results, n) for n in names]
+    return PAPER_ESTIMATE_S + max(max(each, default=0.0), sum(each) / analysis_jobs())
 
 
 def estimates(runs: list[plan.Run], runs_dir: Path) -> dict[tuple, float]:
