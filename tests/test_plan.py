@@ -127,6 +127,10 @@ def test_the_forests_points_no_claim_compares_are_measured_in_its_first_rounds_o
     targets = {"tmpfs": {"fs": "tmpfs"}, "x": {"fs": "xfs"}, "b": {"fs": "btrfs"}}
     assert forest.claimed_points({"targets": targets}, ["tmpfs", "b", "x"]) == {
         ("b", m) for m in forest.CLAIM_METHODS} | {("x", m) for m in forest.CLAIM_METHODS} | {("x", "worker-1t")}
+    # a mount of the user's names no file system until it is mounted: it could be the home ext4
+    targets["m"] = {"kind": "mount", "path": "/somewhere"}
+    assert forest.claimed_points({"targets": targets}, ["tmpfs", "b", "x", "m"]) == {
+        ("m", m) for m in forest.CLAIM_METHODS} | {("x", "worker-1t")}
 
 
 def test_filecounts_curve_is_measured_in_its_first_rounds_and_its_claims_points_in_all():

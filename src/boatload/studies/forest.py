@@ -37,11 +37,12 @@ CLAIM_FILESYSTEMS = ("ext4", "ext2", "xfs")
 
 def claimed_points(config: dict, targets: list[str]) -> set[tuple[str, str]]:
     """The (target, method) points of `targets` a claim may rest on: every target the notebook
-    could take for home (it chooses among those measured, so all of its candidates)."""
-    fs = {name: target_spec(config, name)["fs"] for name in targets}
-    home = ([t for t in targets if fs[t] == "ext4"] or [t for t in targets if fs[t] != "tmpfs"] or targets)
+    could take for home (it chooses among those measured, so all of its candidates). A target
+    whose file system is known only once mounted (a mount of the user's) could be any of them."""
+    fs = {name: target_spec(config, name).get("fs") for name in targets}
+    home = ([t for t in targets if fs[t] in ("ext4", None)] or [t for t in targets if fs[t] != "tmpfs"] or targets)
     return ({(t, m) for t in home for m in CLAIM_METHODS}
-            | {(t, "worker-1t") for t in targets if fs[t] in CLAIM_FILESYSTEMS})
+            | {(t, "worker-1t") for t in targets if fs[t] in (*CLAIM_FILESYSTEMS, None)})
 
 
 # The scale curve (setting scale_files): forests of N/1000 leaf directories of
