@@ -37,7 +37,8 @@ def paired_runs() -> list[int]:
         studies = [s for s in cfg["studies"].values() if s]
         runs |= {s.get("repetitions", cfg["repetitions"]) for s in studies}
         looks = cfg.get("settle") or {}
-        runs |= {looks.get("max_repetitions", 0), *(s["max_repetitions"] for s in (looks.get("per_study") or {}).values())}
+        runs.add(looks.get("max_repetitions", 0))
+        runs |= {own["max_repetitions"] for own in (looks.get("per_study") or {}).values()}
     return sorted(n for n in runs if n >= pairs_for_interval(RULE.level))
 
 

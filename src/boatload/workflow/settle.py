@@ -74,10 +74,10 @@ def _designs(config: dict, names: list[str]) -> dict[str, Design]:
     out = {}
     for name in names:
         first = plan.repetitions_of(config, name)
-        own = (s.get("per_study") or {}).get(name, {})
-        most = {**s, **own}.get("max_repetitions", max(2 * first, first + looks - 1))
+        own = (s.get("per_study") or {}).get(name)  # the schema requires its max_repetitions
+        most = own["max_repetitions"] if own else s.get("max_repetitions", max(2 * first, first + looks - 1))
         if int(most) < first + looks - 1:
-            field = f"settle.per_study.{name}.max_repetitions" if "max_repetitions" in own else "settle.max_repetitions"
+            field = f"settle.per_study.{name}.max_repetitions" if own else "settle.max_repetitions"
             raise SystemExit(f"boatload settle: {field}: {most} cannot hold {looks} looks from the {name} study's "
                              f"{first} repetitions (at least {first + looks - 1})")
         try:
