@@ -87,6 +87,51 @@ def test_a_study_of_cheap_runs_looks_at_more_of_them_than_the_others(tmp_path):
         settle._designs(config, ["forest"])
 
 
+def quick_calibration() -> dict:
+    config = yaml.safe_load((repo_root() / "config" / "config.yaml").read_text())
+    config["studies"] = {"calibration": config["studies"]["calibration"]}
+    return config
+
+
+def test_a_claim_first_analysed_on_more_runs_than_the_first_look_gets_no_look(tmp_path):
+    config = quick_calibration()
+    assert config["studies"]["calibration"]["create_repetitions"] > config["repetitions"]
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    tree = {"claim": "tree", "verdict": "inconclusive", "test": "no difference", "runs_per_side": [8, 8],
+            "numerator": "null-tree-a", "denominator": "null-tree-b", "target": "cal-ext4"}
+    model = {"claim": "model", "verdict": "same direction, size open", "test": "effect", "runs_per_side": [4, 4],
+             "numerator": "model-changed", "denominator": "model-base", "target": "cal-hdd-slow"}
+    (tables / "calibration-summary.json").write_text(json.dumps({"verdicts": [tree, model]}))
+    made = settle._new_record(config, ["calibration"], tmp_path / "results")
+    # the tree pair's 8 rounds spent the first analysis' alpha at 8 pairs: only the model claim is carried
+    assert list(made["claims"]) == ["calibration: model"] and made["schedules"]["calibration"] == [4, 8]
+
+
+def test_a_look_counts_the_runs_a_point_has_from_the_first_rounds(tmp_path):
+    config = quick_calibration()
+    tree = ("calibration/cal-ext4/null-tree-a", "calibration/cal-ext4/null-tree-b")
+    model = ("calibration/cal-hdd-slow/model-changed", "calibration/cal-hdd/model-base")
+    rec = {"schedules": {"calibration": [4, 12]}, "first_reps": {"calibration": 4}, "points": {},
+           "claims": {f"calibration: {n}": {"study": "calibration", "points": list(pts), "decided": False,
+                                             "entry": {"runs_to_settle": 10}}
+                      for n, pts in (("tree", tree), ("model", model))}}
+    chosen, points, new = settle._choose(rec, config, tmp_path, tmp_path / "results", 2, 3600.0)
+    assert set(chosen) == {"calibration: tree", "calibration: model"} and set(points.values()) == {12}
+    # the tree pair has 8 rounds from the first ones: 4 more each, rep 9 on (no second run of a round);
+    # the model pair 8 more each, rep 5 on
+    later = {(r.point, r.rep) for r in new if r.rep > 4}
+    assert {rep for point, rep in later if point.startswith("null-tree")} == set(range(5, 13))
+    assert {rep for point, rep in later if point.startswith("model")} == set(range(5, 13))
+    assert len({r.key for r in new}) == len(new)
+    # the cost counted: the tree pair's 4 missing runs a side cost less than the model pair's 8
+    per_run = {k[:3]: s for k, s in settle.estimates(new, tmp_path).items()}
+    tree_s = sum(4 * per_run[tuple(p.split("/", 2))] for p in tree)
+    spent_tree_only = settle._choose(rec, config, tmp_path, tmp_path / "results", 2,
+                                     tree_s + preflight.ANALYSIS_ESTIMATE_S + 0.5)[0]
+    assert list(spent_tree_only) == ["calibration: tree"]
+
+
 def executed_notebook(results: Path, name: str, seconds: float) -> None:
     """What papermill leaves in results/notebooks: the executed notebook with its kernel time."""
     (results / "notebooks").mkdir(parents=True, exist_ok=True)

@@ -67,16 +67,20 @@ def _check(config: dict, s: dict) -> None:
 
 
 def jobs(config: dict) -> list[dict]:
-    """Per repetition: the two points of each null pair and the two modelled targets."""
+    """Per repetition: the two points of each null pair and the two modelled targets; the null
+    creates' points in the rounds after those too, up to `create_repetitions`."""
     s = settings(config, STUDY)
     _check(config, s)
     out = []
-    for rep in range(1, s["repetitions"] + 1):
+    for rep in range(1, max(s["repetitions"], s.get("create_repetitions") or 0) + 1):
         for side in ("a", "b"):
             out.append(base_job(config, STUDY_NAME, s["tree_target"], f"null-tree-{side}", rep, kind="tree",
                                 shape=s["tree_shape"], create_passes=s["create_passes"]))
             out.append(base_job(config, STUDY_NAME, s["meta_target"], f"null-meta-{side}", rep, kind="meta",
                                 files=s["meta_files"], create_passes=s["create_passes"]))
+        if rep > s["repetitions"]:
+            continue
+        for side in ("a", "b"):
             out.append(base_job(config, STUDY_NAME, s["meta_target"], f"null-stat-{side}", rep, kind="stat",
                                 files=s["meta_files"], stat_passes=s["stat_passes"]))
         for role in ("base", "changed"):
@@ -232,6 +236,12 @@ STUDY = Study(
         create_passes={"type": "integer", "minimum": 1, "default": 1,
                        "description": "the null creates (tree and meta): passes per run, the files removed "
                                       "between two; the run's rate its fastest pass's"},
+        create_repetitions={"type": "integer", "minimum": 1,
+                            "description": "rounds the null creates (tree and meta) are measured in when more than "
+                                           "the study's repetitions (default: those): their runs are short and a slow "
+                                           "stretch of the processor moves a whole one, so their intervals need more "
+                                           "pairs than the margin of a claim of no difference allows at 4; a claim "
+                                           "whose first analysis rests on more runs than the first look gets no look"},
         stat_passes={"type": "integer", "minimum": 1, "default": 5,
                      "description": "the null pair of the random stat against its reference: passes per run, "
                                     "each followed by the reference's"},

@@ -70,9 +70,12 @@ def runs(config: dict, errors: list[str] | None = None, added: dict[tuple[str, s
         try:
             jobs = study(name).jobs(config)
             if more:
+                # a point the study measures in more rounds than its repetitions has some of them already
+                made = {(job["target"]["name"], job["point"], job["rep"]) for job in jobs}
                 jobs += [job for job in study(name).jobs(_with_repetitions(config, name, max(more.values())))
                          if job["rep"] > repetitions_of(config, name)
-                         and job["rep"] <= more.get((job["target"]["name"], job["point"]), 0)]
+                         and job["rep"] <= more.get((job["target"]["name"], job["point"]), 0)
+                         and (job["target"]["name"], job["point"], job["rep"]) not in made]
         except ConfigError as exc:
             if errors is None:
                 raise

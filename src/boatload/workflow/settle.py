@@ -13,6 +13,7 @@ the frozen verdicts from the record (boatload.analysis.settle_record).
 from __future__ import annotations
 
 import math
+from collections import Counter
 import os
 import subprocess
 import sys
@@ -95,7 +96,9 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
     for name in names:
         jobs = [r.job for r in all_runs if r.study == name]
         for entry in _summary(results, name).get("verdicts", []):
-            if entry.get("verdict") not in OPEN:
+            # a claim whose first analysis rested on more runs than the design's first look (points a study
+            # measures in more rounds) spent its alpha there: a look would spend more than the design has
+            if entry.get("verdict") not in OPEN or min(entry.get("runs_per_side") or [0]) > designs[name].schedule[0]:
                 continue
             points = sorted(study(name).claim_points(entry, jobs))
             if points:
@@ -178,16 +181,18 @@ def _choose(record: dict, config: dict, runs_dir: Path, results: Path, look: int
     record and results give the same choice (ties broken by the claim)."""
     everything = plan.runs(config, added=settle_record.added_reps(runs_dir, config))
     per_run = {key[:3]: seconds for key, seconds in estimates(everything, runs_dir).items()}
+    # each point's runs before the looks: the study's first rounds, or more where it measures a point in more
+    planned = Counter(settle_record.point_key(r.study, r.target, r.point) for r in plan.runs(config))
     have = dict(record["points"])
     last = {name: sched[-1] for name, sched in record["schedules"].items()}
 
-    def current(name: str, key: str) -> int:
-        return have.get(key, record["first_reps"][name])
+    def current(key: str) -> int:
+        return have.get(key, planned[key])
 
     def order(item: tuple[str, dict]) -> tuple:
         key, claim = item
         name, entry = claim["study"], claim["entry"]
-        made = min(current(name, p) for p in claim["points"])
+        made = min(current(p) for p in claim["points"])
         need = entry.get("runs_to_settle")
         round_s = sum(per_run.get(tuple(p.split("/", 2)), 0.0) for p in claim["points"])
         if need is None:
@@ -198,8 +203,8 @@ def _choose(record: dict, config: dict, runs_dir: Path, results: Path, look: int
     for key, claim in sorted(((k, c) for k, c in record["claims"].items() if not c["decided"]), key=order):
         name = claim["study"]
         reps = record["schedules"][name][look - 1]
-        raise_to = {p: reps for p in claim["points"] if points.get(p, record["first_reps"][name]) < reps}
-        cost = sum((reps - points.get(p, record["first_reps"][name])) * per_run.get(tuple(p.split("/", 2)), 0.0)
+        raise_to = {p: reps for p in claim["points"] if points.get(p, planned[p]) < reps}
+        cost = sum((reps - points.get(p, planned[p])) * per_run.get(tuple(p.split("/", 2)), 0.0)
                    for p in raise_to) + (analysis_seconds(results, name) if name not in studies_in else 0.0)
         if spent + cost > left_s:
             continue
