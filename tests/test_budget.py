@@ -18,6 +18,7 @@ from boatload.workflow import settle
 from boatload.workflow import preflight
 from boatload.workflow.preflight import ANALYSIS_ESTIMATE_S, NOTEBOOK_START_S, PAPER_ESTIMATE_S, analysis_seconds
 from boatload.analysis import settle_record
+from boatload.analysis.sequential import Design
 from boatload.analysis.verdict import DECIDED
 from boatload.base.paths import repo_root
 from boatload.base.system import hostname
@@ -106,6 +107,31 @@ def test_a_claim_first_analysed_on_more_runs_than_the_first_look_gets_no_look(tm
     made = settle._new_record(config, ["calibration"], tmp_path / "results")
     # the tree pair's 8 rounds spent the first analysis' alpha at 8 pairs: only the model claim is carried
     assert list(made["claims"]) == ["calibration: model"] and made["schedules"]["calibration"] == [4, 8]
+
+
+def test_the_later_looks_get_what_the_carried_claims_first_analysis_left(tmp_path):
+    config = yaml.safe_load((repo_root() / "config" / "config.yaml").read_text())
+    config["studies"] = {"degradation": config["studies"]["degradation"]}
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    # six paired rounds: the signed-rank interval at 95 % covers 62/64 (a tail of 1/32), not the
+    # unpaired 6 + 6 runs' share (0.0411); a claim of no difference one tail of its 90 % interval
+    # at six pairs, 3/64
+    write = {"claim": "write", "verdict": "same direction, size open", "test": "effect", "coverage": 62 / 64,
+             "runs_per_side": [6, 6], "pairs": 6, "target": "xfs"}
+    same = {"claim": "same", "verdict": "inconclusive", "test": "no difference", "coverage": 58 / 64,
+            "runs_per_side": [6, 6], "pairs": 6, "target": "ext4"}
+    assert (settle.claim_first_alpha(write), settle.claim_first_alpha(same)) == (1 / 32, 3 / 64)
+    summary = tables / "degradation-summary.json"
+    summary.write_text(json.dumps({"verdicts": [write]}))
+    design = settle._new_record(config, ["degradation"], tmp_path / "results")
+    assert design["first_alphas"]["degradation"] == 1 / 32 and "spending 0.0312" in design["design"]["text"]
+    # each carried claim's two looks stay within 0.05: the later look at 1 - (0.05 - 1/32)
+    later = Design(0.05, tuple(design["schedules"]["degradation"]), design["first_alphas"]["degradation"])
+    assert later.levels()[-1] == pytest.approx(1 - (0.05 - 1 / 32))
+    summary.write_text(json.dumps({"verdicts": [write, same]}))
+    both = settle._new_record(config, ["degradation"], tmp_path / "results")
+    assert both["first_alphas"]["degradation"] == 3 / 64 and len(both["claims"]) == 2
 
 
 def test_a_look_counts_the_runs_a_point_has_from_the_first_rounds(tmp_path):

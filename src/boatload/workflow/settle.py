@@ -67,7 +67,20 @@ def first_alpha(first_runs: int, level: float) -> float:
     return 0.0 if rank is None else round(1.0 - rank[1], 12)
 
 
-def _designs(config: dict, names: list[str]) -> dict[str, Design]:
+def claim_first_alpha(entry: dict) -> float:
+    """What the workflow's analysis spent on one claim: the tail share its interval has (a
+    claim of no difference: one tail of its interval at 2 x level - 1, as its two one-sided
+    tests have it); 0 without an interval. Paired runs give other shares than first_alpha's."""
+    coverage = entry.get("coverage")
+    if coverage is None:
+        return 0.0
+    tail = 1.0 - float(coverage)
+    return round(tail / 2.0 if entry.get("test") == "no difference" else tail, 12)
+
+
+def _designs(config: dict, names: list[str], spent: dict[str, float] | None = None) -> dict[str, Design]:
+    """Each study's design; `spent`: what its first look spent where the claims a look carries say
+    (claim_first_alpha), else what its first rounds' unpaired analysis spends (first_alpha)."""
     s = config.get("settle") or {}
     looks = int(s.get("looks", DEFAULT_LOOKS))
     level = Rule(**(config.get("verdicts") or {})).level
@@ -82,7 +95,8 @@ def _designs(config: dict, names: list[str]) -> dict[str, Design]:
             raise SystemExit(f"boatload settle: {field}: {most} cannot hold {looks} looks from the {name} study's "
                              f"{first} repetitions (at least {first + looks - 1})")
         try:
-            out[name] = Design.planned(alpha, first, int(most), looks, first_alpha(first, level))
+            out[name] = Design.planned(alpha, first, int(most), looks,
+                                       (spent or {}).get(name, first_alpha(first, level)))
         except ValueError as exc:
             raise SystemExit(f"boatload settle: {exc}") from None
     return out
@@ -97,8 +111,9 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
         jobs = [r.job for r in all_runs if r.study == name]
         for entry in _summary(results, name).get("verdicts", []):
             # a claim whose first analysis rested on more runs than the design's first look (points a study
-            # measures in more rounds) spent its alpha there: a look would spend more than the design has
-            if entry.get("verdict") not in OPEN or min(entry.get("runs_per_side") or [0]) > designs[name].schedule[0]:
+            # measures in more rounds) spent its alpha there: a look would add no runs to it
+            if entry.get("verdict") not in OPEN or min(entry.get("runs_per_side") or [0]) > designs[name].schedule[0] \
+                    or claim_first_alpha(entry) >= designs[name].alpha:
                 continue
             points = sorted(study(name).claim_points(entry, jobs))
             if points:
@@ -107,6 +122,14 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
                     "test": entry.get("test"), "decided": False, "look": None, "level": None,
                     "runs_per_side": entry.get("runs_per_side"), "runs_added": 0, "entry": entry,
                 }
+    # each study's later looks get what the most its carried claims' first analysis spent leaves
+    # (paired claims spend other shares than the unpaired first_alpha assumes); a study whose carried
+    # claims had no interval keeps first_alpha's
+    spent: dict[str, float] = {}
+    for claim in claims.values():
+        if claim_first_alpha(claim["entry"]) > 0.0:
+            spent[claim["study"]] = max(spent.get(claim["study"], 0.0), claim_first_alpha(claim["entry"]))
+    designs = _designs(config, names, spent)
     any_design = next(iter(designs.values()))
     return {
         "scale": config["scale"], "seed": config["seed"], "rule": settle_record.rule_fingerprint(),
