@@ -260,7 +260,8 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
         settle_record.save(runs_dir, record)
     open_claims = [c for c in record["claims"].values() if not c["decided"]]
     if not open_claims or record["looks_made"] >= record["design"]["looks"]:
-        _say("nothing to settle: " + ("no claim is open" if not open_claims else "every look was made"))
+        _say("nothing to settle: " + ("no claim a look can add runs to is open" if not open_claims
+                                      else "every look was made"))
         return 0
     _say(f"{len(open_claims)} open claims; {record['design']['text']}")
     looks_dir = root / "results" / "settle"
