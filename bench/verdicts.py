@@ -13,9 +13,15 @@ holds, holds at another size, does not hold, open; not reproduced and
 contradicted are both "does not hold"). A claim only one run has counts as a
 difference.
 
-    uv run python bench/verdicts.py RESULTS_A RESULTS_B [--min-agree 27] [--rates]
+    uv run python bench/verdicts.py RESULTS_A RESULTS_B [MORE_RESULTS ...] [--min-agree 27] [--rates]
 
-Exit status 1 when fewer than --min-agree claims agree or any pair conflicts.
+Given more than two results directories, it also prints what one pair cannot
+show: over every pair of them, the share of the claims tested that give the
+same answer, its mean (what two runs may be expected to agree on) and range,
+and each claim that splits some pair with the share of pairs it splits.
+
+Exit status 1 when fewer than --min-agree claims agree or any pair conflicts
+(A and B).
 With --rates, the runs behind the two results (data/runs/<host> of each
 checkout) are also compared point by point, as `boatload compare` does.
 """
@@ -23,8 +29,10 @@ checkout) are also compared point by point, as `boatload compare` does.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 
 from boatload.analysis.verdict import ANSWERS, UNTESTABLE
@@ -89,6 +97,29 @@ def report(result: dict) -> str:
     return "\n".join(lines)
 
 
+def over_pairs(runs: list[dict]) -> dict:
+    """Over every pair of `runs` (each a claims() of one results directory): each pair's share of
+    the claims tested that give the same answer, and the share of pairs each claim splits."""
+    pairs = list(itertools.combinations(runs, 2))
+    shares, splits = [], Counter()
+    for a, b in pairs:
+        result = compare(a, b)
+        shares.append(result["tested_same_answer"] / result["tested"])
+        splits.update((r["study"], r["claim"]) for r in result["rows"]
+                      if not r["same_answer"] and not (r["a"] in UNTESTABLE and r["b"] in UNTESTABLE))
+    return {"runs": len(runs), "pairs": len(pairs), "shares": shares,
+            "splits": {key: n / len(pairs) for key, n in splits.most_common()}}
+
+
+def pairs_report(result: dict) -> str:
+    shares = result["shares"]
+    lines = [f"over {result['runs']} runs ({result['pairs']} pairs): {100 * sum(shares) / len(shares):.1f} % of the "
+             f"claims tested give the same answer on average (pairs {100 * min(shares):.1f}-{100 * max(shares):.1f} %)"]
+    lines += [f"  {100 * share:3.0f} % of pairs split {study}: {claim}" for (study, claim), share in
+              result["splits"].items()]
+    return "\n".join(lines)
+
+
 def rates(a: Path, b: Path) -> str:
     """The two results' runs compared point by point: boatload compare's table."""
     from boatload.analysis.compare_report import build, settings_from, terminal
@@ -106,15 +137,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("a", type=Path, help="a results directory")
     parser.add_argument("b", type=Path, help="another results directory")
+    parser.add_argument("more", type=Path, nargs="*",
+                        help="more results directories: the agreement over every pair of them all too")
     parser.add_argument("--min-agree", type=int, default=None, help="exit 1 when fewer claims agree")
     parser.add_argument("--rates", action="store_true",
                         help="also compare the measurements point by point (boatload compare)")
     args = parser.parse_args(argv)
-    for d in (args.a, args.b):
+    for d in (args.a, args.b, *args.more):
         if not (d / "tables").is_dir():
             parser.error(f"{d}: not a results directory (no tables/)")
     result = compare(claims(args.a), claims(args.b))
     print(report(result))
+    if args.more:
+        print(pairs_report(over_pairs([claims(d) for d in (args.a, args.b, *args.more)])))
     if args.rates:
         print(rates(args.a, args.b))
     too_few = args.min_agree is not None and result["agree"] < args.min_agree

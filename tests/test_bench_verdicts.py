@@ -93,3 +93,16 @@ def test_words_that_differ_only_beyond_the_answer_give_the_same_answer(capsys):
     out = capsys.readouterr().out
     assert "ANSWER s: y" in out and "ANSWER s: x" not in out
     assert "of the 3 claims tested: 1 agree word for word, 2 give the same answer" in out
+
+
+def test_over_more_runs_each_pairs_agreement_and_each_claims_share_of_splits(two_runs, capsys):
+    a, b = two_runs
+    n = bv.compare(bv.claims(a), bv.claims(a))["tested"]
+    result = bv.over_pairs([bv.claims(a), bv.claims(a), bv.claims(b)])
+    # a with a agrees on all; a with b, twice, on all but the two changed claims
+    assert result["pairs"] == 3 and sorted(result["shares"]) == [(n - 2) / n, (n - 2) / n, 1.0]
+    assert len(result["splits"]) == 2 and set(result["splits"].values()) == {2 / 3}
+    assert bv.main([str(a), str(a), str(b)]) == 0  # the exit status is A's and B's
+    out = capsys.readouterr().out
+    assert f"over 3 runs (3 pairs): {100 * (1 + 2 * (n - 2) / n) / 3:.1f} % of the claims tested" in out
+    assert out.count(" 67 % of pairs split journal: An external log on a fast device") == 2

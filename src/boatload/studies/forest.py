@@ -167,13 +167,19 @@ def jobs(config: dict) -> list[dict]:
         if sizes[name]:
             check_fits(config, name, scale_shape(sizes[name][-1]), ", the largest of scale_files",
                        "studies.forest.scale_files")
-    reps = range(1, s["repetitions"] + 1)
     claimed = claimed_points(config, list(own))
+    more = s.get("method_repetitions") or {}
+
+    def rounds(target: str, method: str) -> range:
+        if (target, method) not in claimed:
+            return first_rounds(s, "unclaimed_repetitions")
+        return range(1, max(s["repetitions"], more.get(method, 0)) + 1)
+
     methods = [
         base_job(config, "forest", target, method, rep, method=method, shape=t["shape"], time_cap_s=t["time_cap_s"])
         for target, t in own.items()
         for method in t["methods"]
-        for rep in (reps if (target, method) in claimed else first_rounds(s, "unclaimed_repetitions"))
+        for rep in rounds(target, method)
     ]
     # The method runs' jobs stay as they were (a new field would measure them
     # again); only scale jobs name their series, and have no time cap.
@@ -298,6 +304,12 @@ STUDY = Study(
                      "type": "array", "uniqueItems": True, "default": [],
                      "items": {"type": "integer", "minimum": FILES_PER_DIR, "multipleOf": FILES_PER_DIR}},
         scale_repetitions=first_rounds_field("the scale curve (a rough projection without an interval)"),
+        method_repetitions={"description": "rounds a method is measured in on the targets its claims compare, "
+                                           "where more than the study's repetitions (method: rounds): a claim "
+                                           "near a line of the verdict rule, in runs of a few seconds, then rests "
+                                           "on more pairs from the start, and gets no look",
+                            "type": "object", "default": {}, "propertyNames": {"enum": list(METHOD_LABELS)},
+                            "additionalProperties": {"type": "integer", "minimum": 1}},
         unclaimed_repetitions=first_rounds_field("a method on a target no claim compares it on (the rates figure "
                                                  "only: the two-thread program everywhere, any method on a target "
                                                  "that is neither the claims' home nor an ext4, ext2 or XFS)"),

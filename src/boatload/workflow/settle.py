@@ -271,7 +271,7 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
         chosen, points, new = _choose(record, config, runs_dir, root / "results", look,
                                       budget_s - (time.monotonic() - started))
         if not chosen:
-            record["stopped"] = f"the time budget ({minutes:g} min) at look {look}"
+            record["stopped"] = f"the time budget ({minutes:.1f} min) at look {look}"
             _say(f"look {look}: no open claim's runs fit in the {max(budget_s - (time.monotonic() - started), 0):.0f} s "
                  "left: stopping")
             break
