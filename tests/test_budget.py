@@ -88,14 +88,15 @@ def test_a_study_of_cheap_runs_looks_at_more_of_them_than_the_others(tmp_path):
         settle._designs(config, ["forest"])
 
 
-def quick_calibration() -> dict:
+def quick(name: str) -> dict:
+    """The quick config with one of its studies."""
     config = yaml.safe_load((repo_root() / "config" / "config.yaml").read_text())
-    config["studies"] = {"calibration": config["studies"]["calibration"]}
+    config["studies"] = {name: config["studies"][name]}
     return config
 
 
 def test_a_claim_first_analysed_on_more_runs_than_the_first_look_gets_no_look(tmp_path):
-    config = quick_calibration()
+    config = quick("calibration")
     assert config["studies"]["calibration"]["create_repetitions"] > config["repetitions"]
     tables = tmp_path / "results" / "tables"
     tables.mkdir(parents=True)
@@ -110,8 +111,7 @@ def test_a_claim_first_analysed_on_more_runs_than_the_first_look_gets_no_look(tm
 
 
 def test_the_later_looks_get_what_the_carried_claims_first_analysis_left(tmp_path):
-    config = yaml.safe_load((repo_root() / "config" / "config.yaml").read_text())
-    config["studies"] = {"degradation": config["studies"]["degradation"]}
+    config = quick("degradation")
     tables = tmp_path / "results" / "tables"
     tables.mkdir(parents=True)
     # six paired rounds: the signed-rank interval at 95 % covers 62/64 (a tail of 1/32), not the
@@ -135,7 +135,7 @@ def test_the_later_looks_get_what_the_carried_claims_first_analysis_left(tmp_pat
 
 
 def test_a_look_counts_the_runs_a_point_has_from_the_first_rounds(tmp_path):
-    config = quick_calibration()
+    config = quick("calibration")
     tree = ("calibration/cal-ext4/null-tree-a", "calibration/cal-ext4/null-tree-b")
     model = ("calibration/cal-hdd-slow/model-changed", "calibration/cal-hdd/model-base")
     rec = {"schedules": {"calibration": [4, 12]}, "first_reps": {"calibration": 4}, "points": {},

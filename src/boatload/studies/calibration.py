@@ -40,7 +40,7 @@ from boatload.provision.devmodel import native
 from boatload.provision.devmodel.presets import resolve
 from boatload.measure import reference
 from boatload.measure.runner import run_job
-from boatload.studies.record import Study, base_job, base_row, settings, settings_schema
+from boatload.studies.record import Study, base_job, base_row, more_rounds, settings, settings_schema
 from boatload.measure.worker import failure, phase, run_worker
 
 STUDY_NAME = "calibration"
@@ -72,7 +72,7 @@ def jobs(config: dict) -> list[dict]:
     s = settings(config, STUDY)
     _check(config, s)
     out = []
-    for rep in range(1, max(s["repetitions"], s.get("create_repetitions") or 0) + 1):
+    for rep in more_rounds(s, s.get("create_repetitions")):
         for side in ("a", "b"):
             out.append(base_job(config, STUDY_NAME, s["tree_target"], f"null-tree-{side}", rep, kind="tree",
                                 shape=s["tree_shape"], create_passes=s["create_passes"]))

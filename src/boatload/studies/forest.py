@@ -11,7 +11,7 @@ from boatload.measure import creators
 from boatload.base.paths import scratch_dir
 from boatload.measure.runner import run_job
 from boatload.studies.record import (Original, ScaleGap, Study, Uncovered, base_job, base_row, first_rounds,
-                            first_rounds_field, for_target, settings,
+                            first_rounds_field, for_target, more_rounds, settings,
                             settings_schema, target_spec)
 from boatload.provision.targets import Provisioned
 from boatload.measure.worker import failure, phase, run_worker
@@ -173,7 +173,7 @@ def jobs(config: dict) -> list[dict]:
     def rounds(target: str, method: str) -> range:
         if (target, method) not in claimed:
             return first_rounds(s, "unclaimed_repetitions")
-        return range(1, max(s["repetitions"], more.get(method, 0)) + 1)
+        return more_rounds(s, more.get(method))
 
     methods = [
         base_job(config, "forest", target, method, rep, method=method, shape=t["shape"], time_cap_s=t["time_cap_s"])

@@ -221,6 +221,12 @@ def first_rounds(settings: dict, field: str) -> range:
     return range(1, min(settings.get(field) or settings["repetitions"], settings["repetitions"]) + 1)
 
 
+def more_rounds(settings: dict, rounds: int | None) -> range:
+    """The rounds of points a study measures in `rounds` when more than its repetitions (points
+    whose claims sit near a line of the verdict rule, in short runs): all of the study's otherwise."""
+    return range(1, max(settings["repetitions"], rounds or 0) + 1)
+
+
 def for_target(settings: dict, target: str) -> dict:
     """A study's settings for the jobs of one target: with its `per_target` entry over them."""
     return {**settings, **(settings.get("per_target") or {}).get(target, {})}

@@ -70,11 +70,10 @@ def runs(config: dict, errors: list[str] | None = None, added: dict[tuple[str, s
         try:
             jobs = study(name).jobs(config)
             if more:
-                # a point the study measures in more rounds than its repetitions has some of them already
+                # the rounds the study makes already (its repetitions, and more for some points) are not made again
                 made = {(job["target"]["name"], job["point"], job["rep"]) for job in jobs}
                 jobs += [job for job in study(name).jobs(_with_repetitions(config, name, max(more.values())))
-                         if job["rep"] > repetitions_of(config, name)
-                         and job["rep"] <= more.get((job["target"]["name"], job["point"]), 0)
+                         if job["rep"] <= more.get((job["target"]["name"], job["point"]), 0)
                          and (job["target"]["name"], job["point"], job["rep"]) not in made]
         except ConfigError as exc:
             if errors is None:

@@ -127,8 +127,8 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
     # claims had no interval keeps first_alpha's
     spent: dict[str, float] = {}
     for claim in claims.values():
-        if claim_first_alpha(claim["entry"]) > 0.0:
-            spent[claim["study"]] = max(spent.get(claim["study"], 0.0), claim_first_alpha(claim["entry"]))
+        if (share := claim_first_alpha(claim["entry"])) > 0.0:
+            spent[claim["study"]] = max(spent.get(claim["study"], 0.0), share)
     designs = _designs(config, names, spent)
     any_design = next(iter(designs.values()))
     return {
