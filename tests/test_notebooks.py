@@ -295,3 +295,24 @@ def test_a_sublinear_fit_is_projected_at_the_largest_sizes_cost(tmp_path):
     table = text[text.index("Projected time for the full 1e9 forest"):]
     assert f"{fmt_ratio(b)}‡" in table and f"{fmt_ratio(b4)}‡" not in table
 
+
+
+def test_a_size_measured_by_the_method_runs_is_a_point_of_the_curve(tmp_path):
+    """The largest size's forest is the methods' own: its runs are the two-thread method's (series
+    "methods", scale_point), not scale runs. The fit, the projection and the figure are the normal
+    fixture's, the summary names the size, and the paper says whose runs it is."""
+    from boatload.publish import paper
+    from notebook_checks import pdf_text
+
+    run = FIXTURES.run_forest_notebook(tmp_path / "work", REPO, variant="method-runs")
+    proj = json.loads((run["results"] / "tables" / "forest-summary.json").read_text())["projection"]
+    assert proj["sizes"] == FIXTURES.SCALE_FILES and proj["sizes_from_method_runs"] == [FIXTURES.SCALE_FILES[-1]]
+    assert proj["runs"] == 18 and proj["runs_measured"] == 17
+    got = {p["target"]: p for p in proj["targets"]}
+    for target, (c, b) in FIXTURES.SCALE_LAW.items():
+        assert got[target]["sizes"] == FIXTURES.SCALE_FILES
+        assert got[target]["exponent"] == pytest.approx(b, rel=1e-9)
+        assert got[target]["projected_s"] == pytest.approx(c * 1e9**b, rel=1e-9)
+    text = " ".join(pdf_text(paper.build_paper(REPO, tmp_path / "paper.pdf", run["results"])).split())
+    assert (f"on each target (at {FIXTURES.SCALE_FILES[-1]:,} files the methods\u2019 own forest: its method runs are "
+            f"that size\u2019s point); 17 of the 18 runs of the curve were measured") in text

@@ -88,6 +88,13 @@ def test_the_forest_scale_curve_runs_the_worker_at_each_size_on_every_target():
     methods = [r for r in runs if not r.point.startswith("scale-")]
     assert len(methods) == len(forest["targets"]) * len(forest["methods"]) * config["repetitions"]
     assert all("series" not in r.job for r in methods)
+    # a size whose forest is the methods' own ([1, 1000] here) is measured by the two-thread program's
+    # method runs, on the targets that measure it
+    forest["shape"] = [1, 1000]
+    forest["per_target"] = {forest["targets"][0]: {"methods": ["worker-1t"]}}
+    scale = {(r.target, r.point) for r in plan.runs(config) if r.point.startswith("scale-")}
+    assert scale == {(t, f"scale-{n}") for t in forest["targets"] for n in (1000, 4000)} - {
+        (t, "scale-1000") for t in forest["targets"][1:]}
     # without the setting, no scale runs
     del forest["scale_files"]
     assert not [r for r in plan.runs(config) if r.point.startswith("scale-")]
@@ -103,8 +110,12 @@ def test_the_scale_curve_is_measured_in_its_first_rounds_only():
     assert {r.rep for r in runs if r.point.startswith("scale-")} == {1}
     # (tar and unzip in 8 rounds: the next test)
     assert {r.rep for r in runs if not r.point.startswith(("scale-", "tar", "unzip"))} == {1, 2, 3, 4}
-    assert len([r for r in runs if r.point.startswith("scale-")]) == (
-        len(forest["targets"]) * len(forest["scale_files"]))
+    # the largest size's forest is the method runs' own ([100, 1000]): the two-thread program's method runs
+    # are that point on every target, no scale run beside them
+    assert forest["shape"] == [100, 1000] and max(forest["scale_files"]) == 100_000
+    assert {(r.target, r.point) for r in runs if r.point.startswith("scale-")} == {
+        (t, f"scale-{n}") for t in forest["targets"] for n in forest["scale_files"] if n != 100_000}
+    assert {r.target for r in runs if r.point == "worker-2t"} == set(forest["targets"])
     later = plan.runs(plan._with_repetitions(config, "forest", 8))
     assert {r.rep for r in later if r.study == "forest" and r.point.startswith("scale-")} == {1}
 

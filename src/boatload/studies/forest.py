@@ -182,15 +182,24 @@ def jobs(config: dict) -> list[dict]:
         for rep in rounds(target, method)
     ]
     # The method runs' jobs stay as they were (a new field would measure them
-    # again); only scale jobs name their series, and have no time cap.
+    # again); only scale jobs name their series, and have no time cap. A size
+    # whose forest is the method runs' own (the scale curve's program among
+    # the target's methods, its shape the size's) is measured by those runs.
     scale = [
         base_job(config, "forest", target, f"scale-{n}", rep, method=SCALE_METHOD, shape=scale_shape(n),
                  series="scale")
         for target in s["targets"]
         for n in sizes[target]
+        if not (SCALE_METHOD in own[target]["methods"] and on_scale_curve(own[target]["shape"]) == n)
         for rep in first_rounds(s, "scale_repetitions")
     ]
     return methods + scale
+
+
+def on_scale_curve(shape: list[int]) -> int | None:
+    """The scale curve's size whose forest has this shape (N/1000 directories of 1,000), else None."""
+    files = forest_size(shape)[0]
+    return files if files % FILES_PER_DIR == 0 and list(shape) == scale_shape(files) else None
 
 
 def summary(doc: dict) -> str:
@@ -239,6 +248,9 @@ def run(job: dict) -> dict:
 COLUMNS = {
     # "methods": a run of the method comparison; "scale": a run of the scale curve
     "series": dtypes.String,
+    # a point of the scale curve: a scale run, or a method run of the curve's program whose forest is one of
+    # the curve's (jobs measures no scale run of that size beside it)
+    "scale_point": dtypes.Boolean,
     "method": dtypes.String,
     "method_label": dtypes.String,
     "rep": dtypes.Int64,
@@ -260,6 +272,8 @@ def rows(doc: dict) -> list[dict]:
     return [{
         **base_row(doc, result["status"], result["reason"]),
         "series": doc["job"].get("series", "methods"),
+        "scale_point": doc["job"].get("series") == "scale"
+        or (doc["job"]["method"] == SCALE_METHOD and on_scale_curve(doc["job"]["shape"]) is not None),
         "method": doc["job"]["method"],
         "method_label": doc["method_label"],
         "rep": doc["job"]["rep"],
