@@ -248,8 +248,8 @@ def run(job: dict) -> dict:
 COLUMNS = {
     # "methods": a run of the method comparison; "scale": a run of the scale curve
     "series": dtypes.String,
-    # a point of the scale curve: a scale run, or a method run of the curve's program whose forest is one of
-    # the curve's (jobs measures no scale run of that size beside it)
+    # a point of the scale curve: a scale run, or a method run of the curve's program whose forest has the
+    # curve's layout (N/1000 directories of 1,000; jobs makes no scale run of that size beside it)
     "scale_point": dtypes.Boolean,
     "method": dtypes.String,
     "method_label": dtypes.String,
