@@ -23,6 +23,19 @@ root = pytest.mark.skipif(not IS_ROOT, reason="needs root (mount, loop devices)"
 
 SIZES = {"tmpfs": 64, "ext2": 64, "ext3": 64, "ext4": 64, "xfs": 300, "btrfs": 128}
 
+# The start of a child that a test signals once it printed READY, and `wait(seconds)`, its wait for the
+# signal. Python runs a handler between bytecodes: a signal landing after its last look and before a
+# blocking call (time.sleep's clock_nanosleep) waits for the call to end, 60 s (CI, once in about 20
+# runs). Its byte in the wakeup pipe does not: select returns at once and the handler runs.
+SIGNAL_WAIT = '''
+import os as _os, select as _select, signal as _signal
+_woken, _wake = _os.pipe()
+_os.set_blocking(_wake, False)
+_signal.set_wakeup_fd(_wake)
+def wait(seconds):
+    _select.select([_woken], [], [], seconds)
+'''
+
 
 def spec_for(fs: str, **kw) -> TargetSpec:
     kind = "tmpfs" if fs == "tmpfs" else "dir" if fs == "dir" else "loop"

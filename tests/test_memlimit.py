@@ -30,7 +30,7 @@ from boatload.provision.ledger import Ledger
 from boatload.provision.memlimit import memory_limit, scratch_tag
 from boatload.base.targetspec import NeedsRoot
 from asnobody import NOBODY, SRC, run_as_nobody
-from targetlib import clean_scratch
+from targetlib import SIGNAL_WAIT, clean_scratch
 
 IS_ROOT = os.geteuid() == 0
 root = pytest.mark.skipif(not IS_ROOT, reason="needs root (cgroups, swapon)")
@@ -203,25 +203,19 @@ def test_exception_inside_block_tears_down(scratch):
     assert mem_leftovers(scratch) == {}
 
 
-CHILD = textwrap.dedent(
+CHILD = SIGNAL_WAIT + textwrap.dedent(
     """
-    import faulthandler, os, select, signal, subprocess, sys
+    import faulthandler, signal, subprocess, sys
     from pathlib import Path
     from boatload.provision.memlimit import memory_limit
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # its stack, for child_state
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    # Python runs a handler between bytecodes: a signal landing after the last look and before a
-    # blocking call (time.sleep's clock_nanosleep) waits for the call to end. Its byte in this pipe
-    # does not: select returns at once and the handler runs.
-    woken, wake = os.pipe()
-    os.set_blocking(wake, False)
-    signal.set_wakeup_fd(wake)
     with memory_limit(64, 32, Path(sys.argv[1])) as lim:
         # not on our pipes: the test's communicate() waits for the child, not for a `sleep` it left behind
         p = subprocess.Popen(["sleep", "600"], preexec_fn=lim.preexec(), stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
         print("READY", lim.path, lim.swap_file, p.pid, flush=True)
-        select.select([woken], [], [], 60)
+        wait(60)
     """
 )
 

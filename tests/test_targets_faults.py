@@ -23,7 +23,7 @@ from boatload.provision.targets import provision
 from boatload.base.targetspec import TargetError
 from asnobody import NOBODY, SRC, run_as_nobody
 from targetlib import (  # noqa: F401 (scratch is a fixture)
-    leftovers, log_image_dir, mounts_under, root, scratch, spec_for, wait_clean, write_cache,
+    SIGNAL_WAIT, leftovers, log_image_dir, mounts_under, root, scratch, spec_for, wait_clean, write_cache,
 )
 
 
@@ -61,9 +61,9 @@ def test_busy_mount_is_detached_lazily(scratch, capsys):
     assert wait_clean(scratch) == {}  # the loop device clears itself once released
 
 
-CHILD = textwrap.dedent(
+CHILD = SIGNAL_WAIT + textwrap.dedent(
     """
-    import signal, sys, time
+    import signal, sys
     from pathlib import Path
     from boatload.provision.targets import provision
     from boatload.base.targetspec import parse_target
@@ -74,7 +74,7 @@ CHILD = textwrap.dedent(
     spec = parse_target("ext4", {"fs": "ext4", "size_mb": 64})
     with provision(spec, Path(sys.argv[1])) as t:
         print("READY", t.path, flush=True)
-        time.sleep(60)
+        wait(60)
     """
 )
 
