@@ -14,6 +14,7 @@ mann_whitney_rank).
 from __future__ import annotations
 
 import argparse
+
 import numpy as np
 
 from boatload.analysis.intervals import mann_whitney_rank

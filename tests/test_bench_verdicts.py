@@ -108,7 +108,6 @@ def test_over_more_runs_each_pairs_agreement_and_each_claims_share_of_splits(two
     assert out.count(" 67 % of pairs split journal: An external log on a fast device") == 2
 
 
-
 def test_split_rate_uses_the_verdicts_exact_interval_and_more_runs_split_fewer_claims():
     """bench/split_rate.py: the interval is the verdicts' exact Mann-Whitney one at 95 % (4 + 4 runs: the
     range of the 16 differences, 68 of 70 orderings, as the quick runs' journal claims report), and at one

@@ -25,7 +25,7 @@ import pytest
 from boatload.provision import cgroups
 from boatload.provision.cgroups import MemoryLimitError, MemoryLimitNeedsRoot
 from boatload.provision.cleanup import cleanup
-from boatload.provision.hostops import MountEntry
+from boatload.provision.hostops import MountEntry, read_sys
 from boatload.provision.ledger import Ledger
 from boatload.provision.memlimit import memory_limit, scratch_tag
 from boatload.base.targetspec import NeedsRoot
@@ -260,10 +260,7 @@ def start_child(scratch: Path, **env_extra):
 
 
 def _read(path: str) -> str:
-    try:
-        return Path(path).read_text().strip()
-    except OSError as e:
-        return f"({e.strerror})"
+    return read_sys(path) or "(cannot be read)"
 
 
 def child_state(p: subprocess.Popen, cg: Path, worker: int) -> str:
@@ -283,7 +280,7 @@ def child_state(p: subprocess.Popen, cg: Path, worker: int) -> str:
         for tid in tasks:
             out.append(f"  task {tid} stack:\n    " + _read(f"/proc/{pid}/task/{tid}/stack").replace("\n", "\n    "))
     out.append("/proc/swaps:\n" + _read("/proc/swaps"))
-    out.append(f"{cg}/cgroup.procs: {_read(str(cg / 'cgroup.procs')).split()}")
+    out.append(f"{cg}/cgroup.procs: {cgroups.words(cg / 'cgroup.procs')}")
     err = ""
     try:
         os.kill(p.pid, signal.SIGUSR1)
@@ -464,7 +461,7 @@ CHOOSE = textwrap.dedent(
     """
     import sys
     from boatload.provision import cgroups
-    from boatload.provision.hostops import MountEntry
+    from boatload.provision.hostops import MountEntry, read_sys
     from boatload.base.targetspec import NeedsRoot
     mount, own = sys.argv[1], sys.argv[2]
     entries = [MountEntry(mount, "0:99", "cgroup2", "cgroup2", "rw", "rw", "/")]

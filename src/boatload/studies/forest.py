@@ -199,7 +199,7 @@ def jobs(config: dict) -> list[dict]:
 def on_scale_curve(shape: list[int]) -> int | None:
     """The scale curve's size whose forest has this shape (N/1000 directories of 1,000), else None."""
     files = forest_size(shape)[0]
-    return files if files % FILES_PER_DIR == 0 and list(shape) == scale_shape(files) else None
+    return files if list(shape) == scale_shape(files) else None
 
 
 def summary(doc: dict) -> str:
