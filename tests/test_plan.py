@@ -68,7 +68,7 @@ def test_what_the_quick_runs_need():
                                                      "tar", "unzip"}
     assert {m for t, m in forest if t != "ext4"} == {"worker-1t", "worker-2t"}
     assert "fio" in runs[("filecount", "xfs", "k10-direct", 1)].tools
-    assert runs[("degradation", "ext4", "stages", 1)].memory_limit_mb == 256
+    assert runs[("degradation", "ext4", "stages", 1)].memory_limit_mb == 128
 
 
 def test_the_forest_scale_curve_runs_the_worker_at_each_size_on_every_target():
