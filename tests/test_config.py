@@ -87,6 +87,6 @@ def test_per_target_settings_reach_that_targets_jobs_only():
         by_target.setdefault(job["target"]["name"], set()).add(
             (job["memory_limit_mb"], job["swap_mb"], job["dirs"], tuple(sorted(job["tools"]))))
     assert by_target["ext3-hdd"] == by_target["tmpfs-hdd"] == {(64, 256, 10, ("worker",))}
-    assert by_target["ext3"] == by_target["tmpfs"] == {(256, 1024, 1000, ("bonnie", "worker"))}
+    assert by_target["ext3"] == by_target["tmpfs"] == {(128, 1024, 500, ("bonnie", "worker"))}
     degradation = {j["target"]["name"]: (j["extra_files"], j["memory_limit_mb"]) for j in study("degradation").jobs(data)}
     assert degradation["ext4-hdd"] == (2000, 64) and degradation["ext4"] == (50000, 128)
