@@ -7,7 +7,8 @@ of its log ratio is inferred from the interval's width and design: the exact int
 normal log rates of spread 1 at that design, and the claim's spread is its half-width over the
 simulated median half-width. Then two independent runs of a design are simulated with the claim's
 ratio as the truth (the plug-in: a claim measured near a line is forecast to split often) and the
-rule's own decision (verdict.decide, decide_equivalence, ANSWERS); the forecast split is the share
+rule's own decision (verdict.decide, decide_equivalence, ANSWERS, at the rule's default band factor and
+margin, the configs' own); the forecast split is the share
 of pairs of runs whose answers differ. `--rounds N` forecasts the same at N rounds (N + N runs, or
 N pairs where the claim was paired) for comparison.
 
