@@ -461,7 +461,7 @@ CHOOSE = textwrap.dedent(
     """
     import sys
     from boatload.provision import cgroups
-    from boatload.provision.hostops import MountEntry, read_sys
+    from boatload.provision.hostops import MountEntry
     from boatload.base.targetspec import NeedsRoot
     mount, own = sys.argv[1], sys.argv[2]
     entries = [MountEntry(mount, "0:99", "cgroup2", "cgroup2", "rw", "rw", "/")]
