@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, ours_left
+from targetlib import SSD_ABOVE_FLOOR
 
 pytestmark = [pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0 or not Path("/dev/fuse").exists(), reason="needs root and /dev/fuse")]
@@ -69,7 +70,7 @@ def test_an_io_error_mid_run_fails_that_run_alone(workdir, tmp_path):
     config = yaml.safe_load((ROOT / "config" / "ci.yaml").read_text())
     config["targets"] = {
         "plain": {"kind": "loop", "fs": "ext4", "size_mb": 64, "mkfs_options": ["-E", "lazy_itable_init=0,lazy_journal_init=0"]},
-        "flaky": {"kind": "loop", "fs": "ext4", "size_mb": 64, "model": "ssd-2008",
+        "flaky": {"kind": "loop", "fs": "ext4", "size_mb": 64, "model": SSD_ABOVE_FLOOR,
                   "mkfs_options": ["-E", "lazy_itable_init=0,lazy_journal_init=0"],
                   "faults": {"read_rate": 1.0, "write_rate": 1.0, "trigger": True}},
     }

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from targetlib import IS_ROOT, leftovers, scratch, wait_clean  # noqa: F401 - scratch is a fixture
+from targetlib import IS_ROOT, SSD_ABOVE_FLOOR, leftovers, scratch, wait_clean  # noqa: F401 - scratch is a fixture
 
 from boatload.provision import cleanup as cleanup_module
 from boatload.provision.cleanup import cleanup
@@ -89,6 +89,41 @@ def test_a_sequential_read_runs_at_the_zone_rate(tmp_path, scratch, preset, leng
     assert abs(r["median_ratio"] - 1) <= TOLERANCE, r
 
 
+def _cpus_allowed(pid: int) -> set[str]:
+    """Cpus_allowed_list of every thread of `pid`."""
+    out = set()
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for line in (task / "status").read_text().splitlines():
+            if line.startswith("Cpus_allowed_list:"):
+                out.add(line.split()[1])
+    return out
+
+
+def test_each_stacks_daemons_run_on_one_cpu_and_two_stacks_on_two(tmp_path, scratch):
+    """Unpinned, a request's hops between nbdkit's and nbdfuse's threads crossed CPUs
+    as the threads landed, and the least a request costs moved from stack to stack
+    (bench/README.md "The stack's floor is a wake-up across CPUs"). Two stacks
+    serving at once (an array and its log) get different CPUs where there are two."""
+    import mmap
+
+    params = presets.resolve("hdd-7200", "m")
+    with modelled_image(image(tmp_path, 16, "a"), 16, params, scratch=scratch, name="pin-a") as a, \
+            modelled_image(image(tmp_path, 16, "b"), 16, params, scratch=scratch, name="pin-b") as b:
+        cpus = []
+        for stack in (a, b):
+            fd = os.open(stack.device, os.O_RDONLY | os.O_DIRECT)  # a request, so that any worker threads exist
+            try:
+                assert os.preadv(fd, [mmap.mmap(-1, 4096)], 0) == 4096
+            finally:
+                os.close(fd)
+            kit, fuse = _cpus_allowed(stack.nbdkit.pid), _cpus_allowed(stack.nbdfuse.pid)  # every thread's
+            assert len(kit) == 1 and kit == fuse, (kit, fuse)
+            cpus.append(int(kit.pop()))
+    allowed = os.sched_getaffinity(0)
+    assert set(cpus) <= allowed
+    assert len(set(cpus)) == min(2, len(allowed)), cpus
+
+
 @pytest.mark.parametrize("preset", ["hdd-7200", "raid-hdd", "ssd-2008"])
 def test_an_fsync_pays_for_writing_the_dirty_blocks_out(tmp_path, scratch, preset):
     params = presets.resolve(preset, "m")
@@ -142,7 +177,7 @@ def test_write_through_sends_no_flush_to_the_model(tmp_path, scratch, write_cach
 
 
 def test_the_error_filter_fails_io_only_while_triggered(tmp_path, scratch):
-    params = presets.resolve("ssd-2008", "m")
+    params = presets.resolve(SSD_ABOVE_FLOOR, "m")
     faults = {"read_rate": 1.0, "write_rate": 1.0, "trigger": True}
     with modelled_image(image(tmp_path, 16), 16, params, scratch=scratch, name="faulty", faults=faults) as stack:
         fd = os.open(stack.device, os.O_RDONLY | os.O_DIRECT)
@@ -162,7 +197,7 @@ def test_the_error_filter_fails_io_only_while_triggered(tmp_path, scratch):
 
 
 def test_nbdkit_dying_mid_run_is_one_line_naming_it(tmp_path, scratch):
-    params = presets.resolve("ssd-2008", "m")
+    params = presets.resolve(SSD_ABOVE_FLOOR, "m")
     with pytest.raises(TargetError) as e:
         with modelled_image(image(tmp_path, 16), 16, params, scratch=scratch, name="victim") as stack:
             os.kill(stack.nbdkit.pid, signal.SIGKILL)

@@ -57,17 +57,17 @@ def _measure_now(scratch: Path) -> StackCost:
 REMEASURES = 4
 
 
-def checked_stack_cost(params: dict, where: str, size: int, scratch: Path) -> StackCost:
+def checked_stack_cost(params: dict, where: str, size: int, scratch: Path, reads_timed: bool = True) -> StackCost:
     """The stack's cost for a model, the model refused in one line if any request of it
     would be more than 15 % cheaper than the stack. A cost kept from earlier (this process,
     or the scratch record) may come from a busy moment or a slow stack: before refusing,
     up to REMEASURES fresh stacks are measured, the lowest cost kept, and the model is
-    refused only if it is too fast for that one too."""
+    refused only if it is too fast for that one too. `reads_timed`: presets.check."""
     global _measured
     cost = stack_cost(scratch)
     for _ in range(REMEASURES):
         try:
-            presets.check(params, where, size, cost.stack_us)
+            presets.check(params, where, size, cost.stack_us, reads_timed)
             return cost
         except presets.ModelError as refused:
             if "(stack_us)" not in str(refused):
@@ -76,7 +76,7 @@ def checked_stack_cost(params: dict, where: str, size: int, scratch: Path) -> St
         if fresh.stack_us < cost.stack_us:
             cost = _measured = fresh
             save_cost(scratch, resolve_stack_tools(), fresh)
-    presets.check(params, where, size, cost.stack_us)  # too fast for the lowest cost too: refused
+    presets.check(params, where, size, cost.stack_us, reads_timed)  # too fast for the lowest cost too: refused
     return cost
 
 

@@ -17,10 +17,17 @@ it does, coreutils `timeout 0` (no time limit): nbdkit 1.32 sets
 PR_SET_PDEATHSIG to SIGTERM at start even without --exit-with-parent, so
 with us as its parent it would stop serving the moment we exit. `timeout`
 passes SIGTERM, SIGINT and SIGHUP on to nbdkit and exits as it does.
+
+nbdkit and nbdfuse run on one CPU (`next_daemon_cpu`): a request hops between
+their threads several times, and each hop to a sleeping thread on the other
+CPU costs a cross-CPU wake-up, so unpinned the least a request costs moved
+from stack to stack with where the threads landed (bench/README.md "The
+stack's floor is a wake-up across CPUs").
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shlex
@@ -39,7 +46,7 @@ from boatload.base.signals import deferred_signals
 from boatload.base.targetspec import TargetError
 from boatload.base.tools import find as find_tool
 
-STACK_TOOLS = ("nbdkit", "nbdfuse", "fusermount3", "losetup", "timeout")
+STACK_TOOLS = ("nbdkit", "nbdfuse", "fusermount3", "losetup", "timeout", "taskset")
 START_TIMEOUT = 20.0
 
 
@@ -115,7 +122,7 @@ def resolve_stack_tools() -> dict[str, str]:
         path = find_tool(t)
         if path is None:
             pkg = {"nbdkit": "nbdkit", "nbdfuse": "libnbd-bin", "fusermount3": "fuse3", "losetup": "mount",
-                   "timeout": "coreutils"}[t]
+                   "timeout": "coreutils", "taskset": "util-linux"}[t]
             raise TargetError(f"modelled devices need `{t}`, which is not installed (Debian package {pkg})")
         out[t] = path
     native.require_built()
@@ -132,6 +139,19 @@ def _stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout)
+
+
+#: the daemons on one CPU (bench/stackfloor.py turns it off to measure what it saves)
+PIN_DAEMONS = True
+_stacks_pinned = itertools.count()
+
+
+def next_daemon_cpu() -> int:
+    """The CPU the next stack's daemons run on: the CPUs this process may use
+    from the last down, one stack after another, so that two stacks serving
+    at once (an array and its log) do not take turns on one CPU."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[-1 - next(_stacks_pinned) % len(cpus)]
 
 
 def _spawn(argv: list[str], log: Path, conn: socket.socket | None = None, pass_fds: tuple = ()) -> subprocess.Popen:
@@ -199,8 +219,10 @@ def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledge
         # nbdkit: the error filter (if any) outside the model, the file plugin inside
         filters = ["--filter=error"] if faults else []
         keeper = [tools["timeout"], "0"] if outlive_parent else []  # see the module's docstring
+        # taskset execs: the pid is the daemon's
+        one_cpu = [tools["taskset"], "--cpu-list", str(next_daemon_cpu())] if PIN_DAEMONS else []
         argv = [
-            *keeper, tools["nbdkit"], "-s", *([] if outlive_parent else ["--exit-with-parent"]),
+            *one_cpu, *keeper, tools["nbdkit"], "-s", *([] if outlive_parent else ["--exit-with-parent"]),
             "--pidfile", str(d / "nbdkit.pid"),
             *filters, f"--filter={native.filter_path()}", "file", str(image),
             *[f"dm-{a}" for a in native.param_args(params)], f"dm-stats={stats}", *fault_args(faults, trigger),
@@ -215,7 +237,7 @@ def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledge
         with deferred_signals():
             fuse_rid = ledger.record("fuse", mnt, stack=str(d))
             fuse_pid_rid = ledger.record("daemon", mnt, role="nbdfuse", stack=str(d))
-            fuse = _spawn([tools["nbdfuse"], str(mnt), "--fd", str(theirs.fileno())], d / "nbdfuse.log",
+            fuse = _spawn([*one_cpu, tools["nbdfuse"], str(mnt), "--fd", str(theirs.fileno())], d / "nbdfuse.log",
                           pass_fds=(theirs.fileno(),))
             undo.step(f"stop nbdfuse (pid {fuse.pid})", lambda: _stop(fuse), release=(ledger, fuse_pid_rid))
             undo.step(f"unmount FUSE {mnt}", lambda: _unmount_fuse(mnt, tools["fusermount3"]),

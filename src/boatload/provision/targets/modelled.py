@@ -46,7 +46,8 @@ def resolved(model, where: str) -> dict:
 def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, undo, scratch: Path, model,
                     where: str, prov: dict, key: str, what: str = "image", outlive_parent: bool = False) -> Attached:
     params = resolved(model, where)
-    cost = checked_stack_cost(params, where, size, scratch)
+    reads_timed = key != "log_model"  # a log is read only at mount (presets.check)
+    cost = checked_stack_cost(params, where, size, scratch, reads_timed)
     img_rid, fd = make_image(spec, image, size, ledger, undo, what)
     faults = dict(spec.faults) if spec.faults and key == "model" else None
     stack = attach_stack(image, {**params, **cost.params()}, scratch=Path(scratch), name=spec.name, ledger=ledger,
@@ -57,6 +58,7 @@ def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, un
         "config": plain_model(model), "parameters": params, "stack_cost_us": cost.params(),
         # measured by this run or reused from a recent one on this host (boatload.provision.devmodel.calibrate)
         "stack_cost_origin": cost.origin(),
+        "reads_timed": reads_timed,
         "stack": str(stack.dir), "faults": faults,
         # the model's counts (reads, writes, flushes, FUA writes, modelled
         # time) once attached (nbdfuse makes losetup's close of its file a
