@@ -101,3 +101,77 @@ def test_nbdkit_dying_under_a_run_fails_it_in_one_line(scratch):
     msg = str(e.value)
     assert "\n" not in msg and msg.startswith("targets.victim: nbdkit (pid ") and "died mid-run" in msg, msg
     assert wait_clean(scratch, timeout=30) == {}
+
+
+def dirty_pages(path: str) -> int:
+    """Pages of `path` dirty in the host's page cache: each page mapped (a read of one byte) and its
+    flags looked up (/proc/self/pagemap, /proc/kpageflags: bit 4, KPF_DIRTY; root)."""
+    import ctypes
+    import struct
+
+    page = mmap.PAGESIZE
+    fd = os.open(path, os.O_RDWR)  # a writable shared mapping, for ctypes' address; nothing is written
+    try:
+        size = os.fstat(fd).st_size
+        m = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    finally:
+        os.close(fd)
+    try:
+        base = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        for off in range(0, size, page):
+            m[off]  # map the page cache page (a read: nothing dirtied)
+        with open("/proc/self/pagemap", "rb") as pm, open("/proc/kpageflags", "rb") as kf:
+            pm.seek(base // page * 8)
+            entries = struct.unpack(f"{size // page}Q", pm.read(size // page * 8))
+            dirty = 0
+            for e in entries:
+                if e >> 63 & 1:  # present
+                    kf.seek((e & ((1 << 55) - 1)) * 8)
+                    dirty += struct.unpack("Q", kf.read(8))[0] >> 4 & 1
+        return dirty
+    finally:
+        import gc
+
+        gc.collect()  # the ctypes view holds the buffer
+        m.close()
+
+
+def _written_through_the_model(d: Path, name: str, mib: int) -> None:
+    fd = os.open(d / name, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, os.urandom(mib << 20))
+        os.fsync(fd)  # through the model to nbdkit, which writes the image through the host's page cache
+    finally:
+        os.close(fd)
+
+
+def test_a_modelled_images_host_copy_is_written_back_before_each_measured_phase(scratch):
+    """The host wrote a modelled disk's image back inside later timed phases (516.6 MB during one
+    read in a quick run): nbdkit writes the image through the host's page cache. The monitor of a
+    run on a modelled target writes its images back before each measured phase, outside it."""
+    from boatload.measure import interference
+    from boatload.measure.runner import modelled_images
+
+    spec = parse_target("wb", {"kind": "loop", "fs": "ext4", "size_mb": 64, "model": "hdd-7200",
+                               "mkfs_options": ["-E", "lazy_itable_init=0,lazy_journal_init=0"]})
+    with provision(spec, scratch) as p:
+        images = modelled_images(p.provenance)
+        assert images == (p.provenance["image"],)
+        seen = {}
+        for name, copies in (("without", ()), ("with", images)):
+            _written_through_the_model(p.path, name, 8)
+            before = dirty_pages(images[0])
+            monitor = interference.Monitor(host_copies=copies, settings={**interference.DEFAULTS, "before_s": 0})
+            with interference.monitoring(monitor):
+                with monitor.phase("read", "worker"):
+                    inside = dirty_pages(images[0])
+                with monitor.phase("layout", "worker", measured=False):
+                    pass
+            seen[name] = (before, inside, [r["host_copies_written_back_s"] for r in monitor.records])
+    # 8 MiB is 2,048 pages: most still dirty on the host when the phase is entered without it
+    assert seen["without"][0] >= 1024 and seen["without"][1] >= 1024, seen
+    assert seen["without"][2] == [None, None], seen
+    assert seen["with"][0] >= 1024 and seen["with"][1] == 0, seen
+    written_back_s, unmeasured = seen["with"][2]
+    assert written_back_s > 0 and unmeasured is None, seen  # only measured phases pay for it
+    assert wait_clean(scratch) == {}

@@ -96,6 +96,10 @@ class Monitor:
     orchestrator: int | None = field(default_factory=orchestrator_root)
     # the study's drop_caches: sync and drop the page cache before each measured phase that reads
     drop_caches: bool = False
+    # the host's files behind the target's modelled devices: nbdkit writes them through the host's
+    # page cache, and the host would write them back inside a later timed phase (a real disk has no
+    # host page cache), so each measured phase starts with them written back (write_back_host_copies)
+    host_copies: tuple[str, ...] = ()
     baseline: Snapshot | None = None  # the start of the first window before a phase (default: now)
     _history: list[Snapshot] = field(default_factory=list)  # the baseline and every phase edge, oldest first
 
@@ -139,6 +143,7 @@ class Monitor:
 
         A phase that is not `measured` (laying out files for the measurement)
         is recorded but never counts as disturbed."""
+        written_back_s = write_back_host_copies(self.host_copies) if measured and self.host_copies else None
         dropped = drop_page_cache() if self.drop_caches and measured and reads(name) else None
         memory = meminfo_mb()
         window = self._window_start()
@@ -162,6 +167,7 @@ class Monitor:
             after.delays = run_delays((subtree(after.procs, me) - {me}) | measured_pids | {pid for pid, _ in seen})
             self._history[:] = [*self._history[-4:], before, after]
             self.records.append(self._record(name, tool, measured, before, after, samples, memory, seen, window, dropped))
+            self.records[-1]["host_copies_written_back_s"] = written_back_s
 
     def _sample(self, samples: list[int], seen: dict, pids: set[int], rescan: bool, stop: threading.Event) -> None:
         me = os.getpid()
@@ -277,6 +283,22 @@ READING = ("open", "stat", "read", "randio", "mixed")
 
 def reads(phase: str) -> bool:
     return any(word in phase for word in READING)
+
+
+def write_back_host_copies(paths: tuple[str, ...]) -> float:
+    """fdatasync each file (a modelled device's image on the host): the seconds it took.
+    A file already gone (its target torn down) is skipped."""
+    t = time.monotonic()
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+    return round(time.monotonic() - t, 4)
 
 
 def drop_page_cache() -> str:

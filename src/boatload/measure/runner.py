@@ -61,7 +61,13 @@ def _monitor(spec: TargetSpec, provisioned: Provisioned, opts: dict, job: dict, 
         disk_bound=spec.kind not in ("tmpfs", "device"),  # a device target is not on the host disk
         baseline=baseline,
         drop_caches=bool(job.get("drop_caches")),
+        host_copies=modelled_images(provisioned.provenance),
     )
+
+
+def modelled_images(provenance: dict) -> tuple[str, ...]:
+    """The host's files behind a target's modelled devices (its data device or swap disk, its log)."""
+    return tuple(m["image"] for m in (provenance.get("model"), provenance.get("log_model")) if m and m.get("image"))
 
 
 def _attempt(spec: TargetSpec, job: dict, measure: Measure, fallback_without_root: bool, opts: dict) -> dict:

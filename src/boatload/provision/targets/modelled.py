@@ -60,6 +60,7 @@ def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, un
         "stack_cost_origin": cost.origin(),
         "reads_timed": reads_timed,
         "stack": str(stack.dir), "faults": faults,
+        "image": str(image),  # the host's copy (boatload.measure.interference writes it back before timed phases)
         # the model's counts (reads, writes, flushes, FUA writes, modelled
         # time) once attached (nbdfuse makes losetup's close of its file a
         # flush) and over the whole run: the stack's own dict, filled in at teardown
