@@ -196,6 +196,19 @@ def test_the_error_filter_fails_io_only_while_triggered(tmp_path, scratch):
             os.close(fd)
 
 
+def test_a_model_the_filter_refuses_at_start_is_one_line_giving_nbdkits_reason(tmp_path, scratch):
+    """nbdfuse sees only the server hanging up ("server disconnected unexpectedly", as a CI run
+    said): the line gives nbdkit's own reason, its filter refusing the model."""
+    params = {**presets.resolve("ssd-2008", "m"), "stack_us": 900.0}  # a stack slower than any request of it
+    with pytest.raises(TargetError) as e:
+        with modelled_image(image(tmp_path, 16), 16, params, scratch=scratch, name="refused", calibrated=False):
+            pass
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith("targets.refused: nbdkit exited at start (status "), msg
+    assert "read_latency_us gives 103.9 us per request" in msg and "(stack_us)" in msg, msg
+    assert wait_clean(scratch) == {}
+
+
 def test_nbdkit_dying_mid_run_is_one_line_naming_it(tmp_path, scratch):
     params = presets.resolve(SSD_ABOVE_FLOOR, "m")
     with pytest.raises(TargetError) as e:

@@ -106,16 +106,22 @@ def _model_name(model) -> str:
     return model if isinstance(model, str) else f"{model.get('preset')}*"
 
 
+def served(params: dict, stack_us: float, reads_timed: bool = True) -> dict:
+    """The model as the stack serves it, for the filter: unchanged, but for an SSD whose reads no
+    measurement sees (`reads_timed` False: presets.check), its read no cheaper than the stack."""
+    if reads_timed or params["kind"] != "ssd":
+        return params
+    return {**params, "read_latency_us": max(params["read_latency_us"], stack_us)}
+
+
 def check(params: dict, where: str, size: int, stack_us: float = 0.0, reads_timed: bool = True) -> None:
     """The model's own checks (params.c), including that no request is
     more than 15 % cheaper than the stack's own cost `stack_us`; one line naming the field.
     `reads_timed` False (a file system's external log: written in every timed phase,
     read only at mount) leaves an SSD's reads out of the stack check: they are served
     at the stack's floor where the model is faster, and no measurement sees them."""
-    if not reads_timed and params["kind"] == "ssd":
-        params = {**params, "read_latency_us": max(params["read_latency_us"], stack_us)}
     try:
-        native.calc({**params, "stack_us": round(stack_us, 1)}, size, "check")
+        native.calc({**served(params, stack_us, reads_timed), "stack_us": round(stack_us, 1)}, size, "check")
     except ValueError as e:
         field = str(e).split(" ", 1)[0]
         if field == "stack_us" or field not in FIELDS[params["kind"]]:

@@ -246,7 +246,16 @@ def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledge
     finally:
         ours.close()
         theirs.close()
-    _wait_for(lambda: mount_at(mnt) is not None and (mnt / "nbd").exists(), fuse, "nbdfuse", d / "nbdfuse.log", name)
+    try:
+        _wait_for(lambda: mount_at(mnt) is not None and (mnt / "nbd").exists(), fuse, "nbdfuse", d / "nbdfuse.log",
+                  name)
+    except TargetError:
+        if kit.poll() is None:
+            raise
+        # nbdfuse only saw the server hang up: nbdkit's own reason (its filter refusing the model) says why
+        _stop(kit)
+        raise TargetError(f"targets.{name}: nbdkit exited at start (status {kit.returncode})"
+                          f"{last_line(d / 'nbdkit.log')}") from None
     _wait_for(lambda: (d / "nbdkit.pid").exists(), kit, "nbdkit", d / "nbdkit.log", name)  # cleanup reads it
     if kit.poll() is not None:
         raise TargetError(f"targets.{name}: nbdkit exited at start (status {kit.returncode}){last_line(d / 'nbdkit.log')}")

@@ -50,7 +50,8 @@ def attach_modelled(spec: TargetSpec, image: Path, size: int, ledger: Ledger, un
     cost = checked_stack_cost(params, where, size, scratch, reads_timed)
     img_rid, fd = make_image(spec, image, size, ledger, undo, what)
     faults = dict(spec.faults) if spec.faults and key == "model" else None
-    stack = attach_stack(image, {**params, **cost.params()}, scratch=Path(scratch), name=spec.name, ledger=ledger,
+    stack = attach_stack(image, {**presets.served(params, cost.stack_us, reads_timed), **cost.params()},
+                         scratch=Path(scratch), name=spec.name, ledger=ledger,
                          undo=undo, faults=faults, outlive_parent=outlive_parent or _serve_after_exit)
     loop_rid = next(r.id for r in reversed(list(ledger.resources().values()))
                     if r.kind == "loop" and r.facts.get("stack") == str(stack.dir))
