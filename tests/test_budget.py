@@ -240,6 +240,10 @@ def test_a_spent_budget_chooses_no_points_finishes_the_paper_and_a_second_run_do
     assert f"the first rounds decided {decided} of {len(tested)} claims tested" in out.stderr
     if rec["claims"]:  # claims were open: the budget, not their decision, ended the looks
         assert rec["stopped"].startswith("the time budget (")
+        # and no look was made, so the first rounds' analysis was not run again (26 s of a quick run's
+        # notebooks and paper): the summary is the first rounds', without the looks' design
+        assert "no look was made: the first rounds' analysis stands" in out.stderr
+        assert "settle" not in summary
     assert all(v["verdict"] in ("too few runs", "not tested") or "settle" not in v for v in summary["verdicts"])
     mtimes = {p: p.stat().st_mtime_ns for p in raws}
     pdf = (workdir / "results" / "paper" / "paper.pdf").stat().st_mtime_ns

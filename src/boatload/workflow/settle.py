@@ -265,6 +265,7 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
         return 0
     _say(f"{len(open_claims)} open claims; {record['design']['text']}")
     looks_dir = root / "results" / "settle"
+    looked = False  # a look measured runs or judged claims: the analysis is run again at the end
     for look in range(record["looks_made"] + 1, record["design"]["looks"] + 1):
         if not any(not c["decided"] for c in record["claims"].values()):
             break
@@ -280,6 +281,7 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
             open_by_study.setdefault(claim["study"], []).append(claim)
         record["points"] = {k: v for k, v in points.items() if v > record["first_reps"][k.split("/", 1)[0]]}
         settle_record.save(runs_dir, record)
+        looked = True
         if new:
             _say(f"look {look}: {len(new)} more runs of {len({(r.study, r.target, r.point) for r in new})} points")
             parquets = [f"data/runs/{host}/{name}.parquet" for name in open_by_study]
@@ -310,6 +312,11 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
              f"{sum(not c['decided'] for c in record['claims'].values())} open"
              + (f"; {so_far[0]} of {so_far[1]} claims tested decided so far" if so_far else ""))
     settle_record.save(runs_dir, record)
+    if not looked:
+        # nothing measured or judged since the first rounds' analysis: it stands (and the paper has no looks' paragraph)
+        _say("no look was made: the first rounds' analysis stands, not run again"
+             + (f"; stopped at {record['stopped']}" if record["stopped"] else ""))
+        return 0
     carried = sorted({c["study"] for c in record["claims"].values()})
     status = reproduce(configfile, ["--forcerun", *[f"results/tables/{n}-summary.json" for n in carried]],
                        studies=studies)
