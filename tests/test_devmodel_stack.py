@@ -99,29 +99,54 @@ def _cpus_allowed(pid: int) -> set[str]:
     return out
 
 
-def test_each_stacks_daemons_run_on_one_cpu_and_two_stacks_on_two(tmp_path, scratch):
-    """Unpinned, a request's hops between nbdkit's and nbdfuse's threads crossed CPUs
-    as the threads landed, and the least a request costs moved from stack to stack
-    (bench/README.md "The stack's floor is a wake-up across CPUs"). Two stacks
-    serving at once (an array and its log) get different CPUs where there are two."""
+def _one_read(device: str) -> None:
     import mmap
 
+    fd = os.open(device, os.O_RDONLY | os.O_DIRECT)  # a request, so that any worker threads exist
+    try:
+        assert os.preadv(fd, [mmap.mmap(-1, 4096)], 0) == 4096
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_the_daemons_run_where_this_process_may_or_each_stack_on_one_cpu(tmp_path, scratch, monkeypatch, pinned):
+    """By default a stack's daemons may run wherever this process may (pinned, they cost more
+    inside the runs' shield: bench/README.md "The stack's floor is a wake-up across CPUs").
+    With stack.PIN_DAEMONS each stack's daemons, every thread, are on one CPU, and two stacks
+    serving at once (an array and its log) on two where there are two."""
+    from boatload.provision.devmodel import stack as stack_module
+
+    monkeypatch.setattr(stack_module, "PIN_DAEMONS", pinned)
+    allowed = {str(c) for c in os.sched_getaffinity(0)}
     params = presets.resolve("hdd-7200", "m")
     with modelled_image(image(tmp_path, 16, "a"), 16, params, scratch=scratch, name="pin-a") as a, \
             modelled_image(image(tmp_path, 16, "b"), 16, params, scratch=scratch, name="pin-b") as b:
         cpus = []
         for stack in (a, b):
-            fd = os.open(stack.device, os.O_RDONLY | os.O_DIRECT)  # a request, so that any worker threads exist
-            try:
-                assert os.preadv(fd, [mmap.mmap(-1, 4096)], 0) == 4096
-            finally:
-                os.close(fd)
+            _one_read(stack.device)
             kit, fuse = _cpus_allowed(stack.nbdkit.pid), _cpus_allowed(stack.nbdfuse.pid)  # every thread's
+            if not pinned:
+                assert kit == fuse == {_cpu_list(allowed)}, (kit, fuse, allowed)
+                continue
             assert len(kit) == 1 and kit == fuse, (kit, fuse)
-            cpus.append(int(kit.pop()))
-    allowed = os.sched_getaffinity(0)
-    assert set(cpus) <= allowed
-    assert len(set(cpus)) == min(2, len(allowed)), cpus
+            cpus.append(kit.pop())
+    if pinned:
+        assert set(cpus) <= allowed and len(set(cpus)) == min(2, len(allowed)), cpus
+
+
+def _cpu_list(cpus: set[str]) -> str:
+    """/proc's Cpus_allowed_list of a set of CPUs: ranges joined by commas ("0-1", "0,2-3")."""
+    nums, out = sorted(int(c) for c in cpus), []
+    start = prev = nums[0]
+    for n in nums[1:] + [None]:
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(f"{start}-{prev}" if prev > start else f"{start}")
+        if n is not None:
+            start = prev = n
+    return ",".join(out)
 
 
 @pytest.mark.parametrize("preset", ["hdd-7200", "raid-hdd", "ssd-2008"])

@@ -18,11 +18,12 @@ PR_SET_PDEATHSIG to SIGTERM at start even without --exit-with-parent, so
 with us as its parent it would stop serving the moment we exit. `timeout`
 passes SIGTERM, SIGINT and SIGHUP on to nbdkit and exits as it does.
 
-nbdkit and nbdfuse run on one CPU (`next_daemon_cpu`): a request hops between
-their threads several times, and each hop to a sleeping thread on the other
-CPU costs a cross-CPU wake-up, so unpinned the least a request costs moved
-from stack to stack with where the threads landed (bench/README.md "The
-stack's floor is a wake-up across CPUs").
+With PIN_DAEMONS, nbdkit and nbdfuse run on one CPU (`next_daemon_cpu`): a
+request hops between their threads several times, and a hop to a sleeping
+thread on the other CPU is a cross-CPU wake-up. Off: it lowered the least a
+request costs outside the runs' shield and raised it inside it, where every
+run calibrates and measures (bench/README.md "The stack's floor is a wake-up
+across CPUs").
 """
 
 from __future__ import annotations
@@ -141,8 +142,8 @@ def _stop(proc: subprocess.Popen, timeout: float = 10.0) -> None:
             proc.wait(timeout)
 
 
-#: the daemons on one CPU (bench/stackfloor.py turns it off to measure what it saves)
-PIN_DAEMONS = True
+#: the daemons on one CPU: off, as runs measure inside the shield (bench/stackfloor.py measures both)
+PIN_DAEMONS = False
 _stacks_pinned = itertools.count()
 
 
