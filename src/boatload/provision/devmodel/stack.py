@@ -164,6 +164,10 @@ def _spawn(argv: list[str], log: Path, conn: socket.socket | None = None, pass_f
         )
 
 
+def _exited_at_start(kit: subprocess.Popen, d: Path, name: str) -> TargetError:
+    return TargetError(f"targets.{name}: nbdkit exited at start (status {kit.returncode}){last_line(d / 'nbdkit.log')}")
+
+
 def _wait_for(cond, proc: subprocess.Popen, what: str, log: Path, name: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while not cond():
@@ -255,11 +259,10 @@ def attach(image: Path, params: dict, *, scratch: Path, name: str, ledger: Ledge
             raise
         # nbdfuse only saw the server hang up: nbdkit's own reason (its filter refusing the model) says why
         _stop(kit)
-        raise TargetError(f"targets.{name}: nbdkit exited at start (status {kit.returncode})"
-                          f"{last_line(d / 'nbdkit.log')}") from None
+        raise _exited_at_start(kit, d, name) from None
     _wait_for(lambda: (d / "nbdkit.pid").exists(), kit, "nbdkit", d / "nbdkit.log", name)  # cleanup reads it
     if kit.poll() is not None:
-        raise TargetError(f"targets.{name}: nbdkit exited at start (status {kit.returncode}){last_line(d / 'nbdkit.log')}")
+        raise _exited_at_start(kit, d, name)
 
     # the loop device, direct I/O on
     backing = mnt / "nbd"
