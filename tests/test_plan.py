@@ -167,6 +167,31 @@ def test_filecounts_curve_is_measured_in_its_first_rounds_and_its_claims_points_
         assert by_files == {1: set(range(1, reps + 1)), 2: set(range(1, reps + 1)), 10: {1}}
 
 
+def test_the_peers_run_beside_the_worker_in_their_first_rounds_only_also_after_a_look():
+    config = load("config")
+    for name, peer in (("filecount", "fio"), ("tmpfs", "bonnie")):
+        assert config["studies"][name]["peer_repetitions"] == 1 and peer in config["studies"][name]["peers"]
+        for reps in (4, 8):  # the first rounds, and a later look's
+            runs = [r for r in plan.runs(plan._with_repetitions(config, name, reps)) if r.study == name]
+            with_peer = {r.rep for r in runs if len(r.job["tools"]) > 1}
+            assert with_peer == {1}, (name, reps)
+            # every point's round 1 has its peer where its target has peers at all (not the modelled disks')
+            targets = {r.target for r in runs if r.rep == 1 and len(r.job["tools"]) > 1}
+            peered = {t for t in config["studies"][name]["targets"]
+                      if (config["studies"][name].get("per_target") or {}).get(t, {}).get("peers") != []}
+            assert targets == peered
+            assert all(len(r.job["tools"]) == 1 for r in runs if r.rep > 1)
+            # the estimate counts the peer where it runs only
+            one = next(r for r in runs if r.rep == 1 and len(r.job["tools"]) > 1)
+            alone = next(r for r in runs if r.rep == 2 and r.target == one.target and r.point == one.point)
+            assert study(name).estimate_s(one.job) > study(name).estimate_s(alone.job)
+    # without the setting every round has its peers (the full scale's)
+    full = load("full")
+    assert "peer_repetitions" not in full["studies"]["filecount"]
+    runs = [r for r in plan.runs(full) if r.study == "filecount"]
+    assert {r.rep for r in runs if len(r.job["tools"]) > 1} == {r.rep for r in runs}
+
+
 @pytest.mark.parametrize("name", CONFIGS)
 def test_forest_estimates_cover_the_scale_runs(name):
     """The worker makes every file (no time cap): its estimate grows with the

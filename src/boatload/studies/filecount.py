@@ -50,9 +50,9 @@ from boatload.base.errors import ConfigError
 from boatload.measure.peers import fio
 from boatload.studies import adjacent
 from boatload.measure.runner import run_job
-from boatload.studies.record import (Original, PeerTable, ScaleGap, Study, base_job, base_row, first_rounds,
-                            first_rounds_field, for_target, settings,
-                            settings_schema, target_spec)
+from boatload.studies.record import (PEER_REPETITIONS, Original, PeerTable, ScaleGap, Study, base_job, base_row,
+                            first_rounds, first_rounds_field, for_target, settings, settings_schema, target_spec,
+                            with_peers)
 from boatload.provision.targets import Provisioned, set_loop_direct_io
 from boatload.measure.worker import WorkerError, failure, phase, run_worker
 
@@ -102,7 +102,7 @@ def jobs(config: dict) -> list[dict]:
         out += [
             base_job(
                 config, "filecount", target, point_id(files, mode), rep,
-                files=files, mode=mode, tools=adjacent.run_order(tools, files + rep),
+                files=files, mode=mode, tools=adjacent.run_order(with_peers(tools, t, rep), files + rep),
                 **{k: t[k] for k in ("file_size_mb", "threads", "xfer", "read_pct", "duration_s", "interval_s",
                                      "loop_direct_io")},
             )
@@ -427,6 +427,7 @@ STUDY = Study(
                "description": "direct on tmpfs is recorded as skipped: tmpfs serves O_DIRECT from the page cache"},
         peers={"type": "array", "uniqueItems": True, "items": {"enum": ["fio"]}, "default": [],
                "description": "tools measured beside the worker at every point"},
+        peer_repetitions=PEER_REPETITIONS,
         loop_direct_io={"type": "boolean", "default": True,
                         "description": "switch a loop target to direct I/O, so that O_DIRECT reaches the "
                                        "host's disk, not its page cache"},

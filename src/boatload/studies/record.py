@@ -221,6 +221,16 @@ def first_rounds(settings: dict, field: str) -> range:
     return range(1, min(settings.get(field) or settings["repetitions"], settings["repetitions"]) + 1)
 
 
+#: the schema of `peer_repetitions`: a peer checks the worker, no claim rests on its runs
+PEER_REPETITIONS = first_rounds_field("the peer tools beside the worker")
+
+
+def with_peers(tools: list[str], settings: dict, rep: int) -> list[str]:
+    """`tools` (the worker, then its peers) in the rounds the peers run in (the first
+    `peer_repetitions`: first_rounds), the worker alone in the others."""
+    return list(tools) if rep in first_rounds(settings, "peer_repetitions") else list(tools[:1])
+
+
 def more_rounds(settings: dict, rounds: int | None) -> range:
     """The rounds of points a study measures in `rounds` when more than its repetitions (points
     whose claims sit near a line of the verdict rule, in short runs): all of the study's otherwise."""

@@ -101,8 +101,8 @@ from boatload.base.paths import scratch_dir
 from boatload.measure.peers import bonnie
 from boatload.studies import adjacent
 from boatload.measure.runner import run_job
-from boatload.studies.record import (Original, PeerTable, ScaleGap, Study, base_job, base_row, for_target, settings,
-                            settings_schema, target_spec)
+from boatload.studies.record import (PEER_REPETITIONS, Original, PeerTable, ScaleGap, Study, base_job, base_row,
+                            for_target, settings, settings_schema, target_spec, with_peers)
 from boatload.provision.targets import Provisioned, set_loop_direct_io
 from boatload.provision.devmodel.presets import THIS_MACHINE, hardware
 from boatload.measure.worker import WorkerError, failure, run_worker
@@ -204,7 +204,7 @@ def jobs(config: dict) -> list[dict]:
             out += [
                 base_job(
                     config, "tmpfs", name, point(w), rep,
-                    tools=adjacent.run_order(tools, rep + 1), working_set=w, files=files,
+                    tools=adjacent.run_order(with_peers(tools, s, rep), rep + 1), working_set=w, files=files,
                     bonnie_files_k=files_k, bonnie_files=files_k * 1024 if files_k else None,
                     dirs=min(s["dirs"], files), size_min=0, size_max=size_max, memory_limit_mb=limit_mb,
                     memory_limit_configured=s["memory_limit_mb"], swap_mb=swap_mb,
@@ -571,6 +571,7 @@ STUDY = Study(
                                        "page cache"},
         peers={"type": "array", "uniqueItems": True, "items": {"enum": ["bonnie"]}, "default": [],
                "description": "tools measured beside the worker at every point"},
+        peer_repetitions=PEER_REPETITIONS,
     ),
     jobs=jobs,
     run=run,
