@@ -77,7 +77,7 @@ def test_snakemake_stops_on_a_bad_config_naming_the_field(tmp_path):
 def test_per_target_settings_reach_that_targets_jobs_only():
     """The quick config's modelled disk (ext3 on it, tmpfs swapping to it) runs
     the tmpfs study at its own memory limit, without bonnie++; tmpfs and ext3
-    keep the study's settings."""
+    keep the study's settings (bonnie++ in the first round: peer_repetitions)."""
     from boatload.studies import study
 
     data = config.load(ROOT / "config" / "config.yaml")
@@ -85,8 +85,10 @@ def test_per_target_settings_reach_that_targets_jobs_only():
     by_target = {}
     for job in jobs:
         by_target.setdefault(job["target"]["name"], set()).add(
-            (job["memory_limit_mb"], job["swap_mb"], job["dirs"], tuple(sorted(job["tools"]))))
-    assert by_target["ext3-hdd"] == by_target["tmpfs-hdd"] == {(64, 256, 10, ("worker",))}
-    assert by_target["ext3"] == by_target["tmpfs"] == {(128, 1024, 500, ("bonnie", "worker"))}
+            (job["memory_limit_mb"], job["swap_mb"], job["dirs"], job["rep"] == 1, tuple(sorted(job["tools"]))))
+    assert by_target["ext3-hdd"] == by_target["tmpfs-hdd"] == {(64, 256, 10, True, ("worker",)),
+                                                               (64, 256, 10, False, ("worker",))}
+    assert by_target["ext3"] == by_target["tmpfs"] == {(128, 1024, 500, True, ("bonnie", "worker")),
+                                                       (128, 1024, 500, False, ("worker",))}
     degradation = {j["target"]["name"]: (j["extra_files"], j["memory_limit_mb"]) for j in study("degradation").jobs(data)}
     assert degradation["ext4-hdd"] == (2000, 64) and degradation["ext4"] == (50000, 128)

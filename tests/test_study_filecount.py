@@ -36,14 +36,19 @@ def test_jobs_cover_every_point_once_with_every_tool(name):
     assert len(jobs) == len(study["targets"]) * len(study["modes"]) * rounds
     keys = {(j["target"]["name"], j["point"], j["rep"]) for j in jobs}
     assert len(keys) == len(jobs)
+    # the peers in the first peer_repetitions rounds (every round without the setting), the worker alone after
+    peer_rounds = min(study.get("peer_repetitions", reps), reps)
     for j in jobs:
         assert j["point"] == f"k{j['files']:02d}-{j['mode']}"
-        assert set(j["tools"]) == tools and len(j["tools"]) == len(tools)
+        want = tools if j["rep"] <= peer_rounds else {"boatload-worker"}
+        assert set(j["tools"]) == want and len(j["tools"]) == len(want)
         assert j["threads"] == study["threads"] and j["read_pct"] == study["read_pct"]
         # the worker first when k + rep is even: repetitions alternate, and so do neighbouring k
-        assert (j["tools"][0] == "boatload-worker") == ((j["files"] + j["rep"]) % 2 == 0)
-    if len(tools) > 1 and len(study["files"]) % 2 == 0:  # half the jobs start with the peer
-        assert sum(j["tools"][0] != "boatload-worker" for j in jobs) == len(jobs) // 2
+        assert (j["tools"][0] == "boatload-worker") == ((j["files"] + j["rep"]) % 2 == 0 or len(want) == 1)
+    peered = [j for j in jobs if len(j["tools"]) > 1]
+    assert len(peered) == (sum(j["rep"] <= peer_rounds for j in jobs) if len(tools) > 1 else 0)
+    if len(tools) > 1 and len(study["files"]) % 2 == 0:  # half the jobs with the peer start with it
+        assert sum(j["tools"][0] != "boatload-worker" for j in peered) == len(peered) // 2
 
 
 def test_study_repetitions_override_the_top_level():

@@ -62,8 +62,10 @@ def test_jobs_target_by_working_set_by_repetition_with_every_tool(name):
         assert j["files"] == n and j["memory_limit_mb"] == limit and j["swap_mb"] == own["swap_mb"]
         if with_bonnie and "bonnie" in own["peers"]:
             assert j["bonnie_files"] == max(1, round(n / 1024)) * 1024 == j["bonnie_files_k"] * 1024
-            # the worker first in odd repetitions, bonnie++ in even ones
-            assert j["tools"] == (["worker", "bonnie"] if j["rep"] % 2 else ["bonnie", "worker"])
+            # the worker first in odd repetitions, bonnie++ in even ones; in the first peer_repetitions
+            # rounds (every round without the setting), the worker alone after them
+            alone = j["rep"] > study.get("peer_repetitions", reps)
+            assert j["tools"] == (["worker"] if alone else ["worker", "bonnie"] if j["rep"] % 2 else ["bonnie", "worker"])
         else:
             assert j["tools"] == ["worker"] and j["bonnie_files"] is None
 
