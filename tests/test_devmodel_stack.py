@@ -6,8 +6,9 @@ nothing. Images live in the test's own tmp directory.
 
 The accuracy checks compare means without the slowest 2 % of requests (a
 sequential read and the SSD: the median request), as
-boatload.measure.fiocheck says why, and need a machine that is not overloaded: on a loaded one every
-request comes back late."""
+boatload.measure.fiocheck says why, each the median of short turns (a slow
+second of the host takes one turn, not the check), and need a machine that
+is not overloaded throughout: on a loaded one every request comes back late."""
 
 import os
 import signal
@@ -32,6 +33,9 @@ pytestmark = pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse"), 
 
 MiB = 1 << 20
 TOLERANCE = 0.15
+#: each accuracy check is the median of this many short runs (fiocheck.in_turns): in CI a
+#: single run once came back a third slow at every request, the host slow for all of it
+TURNS = 5
 
 
 def image(tmp_path: Path, size_mb: int, name: str = "disk") -> Path:
@@ -45,10 +49,12 @@ def image(tmp_path: Path, size_mb: int, name: str = "disk") -> Path:
 def test_random_reads_take_the_models_mean_service_time(tmp_path, scratch, preset, length):
     params = presets.resolve(preset, "m")
     with modelled_image(image(tmp_path, 256), 256, params, scratch=scratch, name=preset) as stack:
-        r = fiocheck.random_read(stack.device, 256 * MiB, params, seconds=3, length=length)
-    assert r["n"] > 100
-    # the SSD's reads all cost the same in the model: its median request (fiocheck)
-    assert abs(r["median_ratio" if params["kind"] == "ssd" else "ratio"] - 1) <= TOLERANCE, r
+        # the SSD's reads all cost the same in the model: its median request (fiocheck)
+        key = "median_ratio" if params["kind"] == "ssd" else "ratio"
+        r = fiocheck.in_turns(lambda: fiocheck.random_read(stack.device, 256 * MiB, params, seconds=1, length=length),
+                              TURNS, key)
+    assert r["n"] > 50, r
+    assert abs(r[key] - 1) <= TOLERANCE, r
 
 
 #: a model that costs next to nothing: what a request through the stack costs by itself
@@ -85,7 +91,9 @@ def test_a_sequential_read_runs_at_the_zone_rate(tmp_path, scratch, preset, leng
     params = presets.resolve(preset, "m")
     size = 1024 * MiB  # a zone of 64 MiB: long enough a stream
     with modelled_image(image(tmp_path, 1024), 1024, params, scratch=scratch, name=preset) as stack:
-        r = fiocheck.seq_read(stack.device, size, params, length=length, area=size // params["zones"])
+        r = fiocheck.in_turns(
+            lambda: fiocheck.seq_read(stack.device, size, params, length=length, area=size // params["zones"]),
+            TURNS, "median_ratio")
     assert abs(r["median_ratio"] - 1) <= TOLERANCE, r
 
 

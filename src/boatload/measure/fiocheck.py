@@ -14,7 +14,9 @@ shortcut: their mean is what the model gives.
 from __future__ import annotations
 
 import shutil
+import statistics
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from boatload.provision.devmodel import native
@@ -82,6 +84,18 @@ def seq_read(device: str, size: int, params: dict, length: int = 128 * 1024, are
     return {"what": f"sequential {length // 1024} KiB reads", "n": len(lat), "mbps": length / mean,
             "trimmed_mbps": length / trimmed, "median_mbps": length / median, "expected_mbps": expected,
             "ratio": (length / trimmed) / expected, "median_ratio": (length / median) / expected}
+
+
+def in_turns(measure: Callable[[], dict], turns: int, key: str) -> dict:
+    """`measure` run `turns` times one after another: the turn whose `key` is
+    the median, with every turn's `key` under "turns". A shared machine gives
+    a check a slow second now and then (a neighbour's burst, the hypervisor
+    taking the CPU): one long run of the check takes the whole of it, the
+    median of short turns spread over the same time takes none of it unless
+    it lasts through half the turns."""
+    runs = sorted((measure() for _ in range(turns)), key=lambda r: r[key])
+    middle = runs[len(runs) // 2]
+    return {**middle, "turns": [r[key] for r in runs], key: statistics.median(r[key] for r in runs)}
 
 
 def fsync_writeout(device: str, size: int, params: dict, blocks: int = 64, length: int = 4096) -> dict:
