@@ -156,15 +156,26 @@ def test_the_forests_points_no_claim_compares_are_measured_in_its_first_rounds_o
 
 
 def test_filecounts_curve_is_measured_in_its_first_rounds_and_its_claims_points_in_all():
+    """The curve's 10 files in round 1, the claim's 1 and 2 in every round; their O_DIRECT points in 8
+    from the start, but on the tmpfs, whose O_DIRECT points are recorded as skipped."""
     config = load("config")
     filecount = config["studies"]["filecount"]
     assert filecount["curve_repetitions"] == 1 and 10 in filecount["files"]
-    for reps in (4, 8):  # the first rounds, and a later look's
+    assert filecount["mode_repetitions"] == {"direct": 8} and "tmpfs" in filecount["targets"]
+    for reps in (4, 12):  # the first rounds, and a later look's
         runs = [r for r in plan.runs(plan._with_repetitions(config, "filecount", reps)) if r.study == "filecount"]
-        by_files = {}
+        rounds = {}
         for r in runs:
-            by_files.setdefault(r.job["files"], set()).add(r.rep)
-        assert by_files == {1: set(range(1, reps + 1)), 2: set(range(1, reps + 1)), 10: {1}}
+            rounds.setdefault((r.target, r.job["files"], r.job["mode"]), set()).add(r.rep)
+        for (target, files, mode), got in rounds.items():
+            most = 1 if files == 10 else max(reps, 8) if mode == "direct" and target != "tmpfs" else reps
+            assert got == set(range(1, most + 1)), (target, files, mode, reps)
+        assert len(rounds) == 3 * 3 * 2
+    # a look's rounds for an O_DIRECT point begin after its own 8, never a second run of one round
+    looked = plan.runs(config, added={("filecount", "xfs", "k02-direct"): 12})
+    keys = [r.key for r in looked if r.study == "filecount"]
+    assert len(keys) == len(set(keys))
+    assert sorted(r.rep for r in looked if r.key[:3] == ("filecount", "xfs", "k02-direct")) == list(range(1, 13))
 
 
 def test_the_peers_run_beside_the_worker_in_their_first_rounds_only_also_after_a_look():

@@ -51,8 +51,8 @@ from boatload.measure.peers import fio
 from boatload.studies import adjacent
 from boatload.measure.runner import run_job
 from boatload.studies.record import (PEER_REPETITIONS, Original, PeerTable, ScaleGap, Study, base_job, base_row,
-                            first_rounds, first_rounds_field, for_target, settings, settings_schema, target_spec,
-                            with_peers)
+                            first_rounds, first_rounds_field, for_target, more_rounds, settings, settings_schema,
+                            target_spec, with_peers)
 from boatload.provision.targets import Provisioned, set_loop_direct_io
 from boatload.measure.worker import WorkerError, failure, phase, run_worker
 
@@ -108,10 +108,19 @@ def jobs(config: dict) -> list[dict]:
             )
             for files in t["files"]
             for mode in t["modes"]
-            for rep in (range(1, s["repetitions"] + 1) if files in CLAIM_FILES
+            for rep in (claim_rounds(config, t, target, mode) if files in CLAIM_FILES
                         else first_rounds(s, "curve_repetitions"))
         ]
     return out
+
+
+def claim_rounds(config: dict, t: dict, target: str, mode: str) -> range:
+    """The rounds of a claim's point (1 or 2 files): the study's repetitions, or the mode's
+    `mode_repetitions` where more; never more on a tmpfs's direct points, recorded as skipped."""
+    more = (t.get("mode_repetitions") or {}).get(mode)
+    if mode == "direct" and config["targets"][target].get("fs") == "tmpfs":
+        more = None
+    return more_rounds(t, more)
 
 
 #: the claim's points: IOPS with two files over one file
@@ -413,6 +422,12 @@ STUDY = Study(
         files={"type": "array", "minItems": 1, "uniqueItems": True, "items": {"type": "integer", "minimum": 1},
                "description": "the numbers of files the threads spread their I/O over, one point each"},
         curve_repetitions=first_rounds_field("each point of the curve beside the claim's 1 and 2 files"),
+        mode_repetitions={"description": "rounds the claim's points (1 and 2 files) of a mode are measured in, "
+                                         "where more than the study's repetitions (mode: rounds): a mode whose "
+                                         "runs spread so widely that 4 unpaired runs a side leave its claim "
+                                         "open rests on more pairs from the start, and gets no look",
+                          "type": "object", "default": {}, "propertyNames": {"enum": ["buffered", "direct"]},
+                          "additionalProperties": {"type": "integer", "minimum": 1}},
         file_size_mb={"type": "integer", "minimum": 1, "default": 32, "description": "MiB per file"},
         threads={"type": "integer", "minimum": 1, "maximum": 256, "default": 64},
         xfer={"type": "integer", "minimum": 512, "default": 8192, "description": "bytes per I/O"},
