@@ -26,6 +26,7 @@ from boatload.provision import cleanup as cleanup_module
 from boatload.provision.cleanup import cleanup
 from boatload.measure import fiocheck
 from boatload.provision.devmodel import presets
+from boatload.provision.devmodel import device
 from boatload.provision.devmodel.device import modelled_image
 from boatload.base.targetspec import TargetError
 
@@ -45,16 +46,25 @@ def image(tmp_path: Path, size_mb: int, name: str = "disk") -> Path:
     return img
 
 
-@pytest.mark.parametrize("preset, length", [("hdd-7200", 4096), ("raid-hdd", 4096), ("ssd-2008", 32768)])
+# The SSD's reads with a latency of 2 ms (ssd-2008's is 100 us): a request that waited costs
+# the stack 300-510 us more on this kind of machine, from one stack to the next (bench/README.md
+# "A modelled SSD's short reads"), which the filter takes off the model's time as calibrated on
+# another stack; ssd-2008's 32 KiB read (352 us) is within that spread, and a CI run saw 1.64
+# times the model. What this checks of the SSD: every read costs its latency and its transfer.
+SLOW_SSD = {"preset": "ssd-2008", "read_latency_us": 2000}
+
+
+@pytest.mark.parametrize("preset, length", [("hdd-7200", 4096), ("raid-hdd", 4096), (SLOW_SSD, 32768)],
+                         ids=["hdd-7200", "raid-hdd", "ssd-2008-2ms"])
 def test_random_reads_take_the_models_mean_service_time(tmp_path, scratch, preset, length):
     params = presets.resolve(preset, "m")
-    with modelled_image(image(tmp_path, 256), 256, params, scratch=scratch, name=preset) as stack:
+    with modelled_image(image(tmp_path, 256), 256, params, scratch=scratch, name=params["kind"]) as stack:
         # the SSD's reads all cost the same in the model: its median request (fiocheck)
         key = "median_ratio" if params["kind"] == "ssd" else "ratio"
         r = fiocheck.in_turns(lambda: fiocheck.random_read(stack.device, 256 * MiB, params, seconds=1, length=length),
                               TURNS, key)
     assert r["n"] > 50, r
-    assert abs(r[key] - 1) <= TOLERANCE, r
+    assert abs(r[key] - 1) <= TOLERANCE, (r, device.stack_cost(scratch))
 
 
 #: a model that costs next to nothing: what a request through the stack costs by itself
@@ -63,27 +73,39 @@ BARE_STACK = {"kind": "ssd", "read_latency_us": 1, "read_mbps": 1e9, "write_late
 
 
 def test_a_read_the_model_makes_cheaper_than_the_stack_costs_what_the_stack_costs(tmp_path, scratch):
-    """ssd-2008's 4 KiB read (131.5 us) is near what a read through the stack
-    costs by itself on this kind of machine: the stack can make no request
-    faster than that. Such a read is never much faster than the model, and
-    never slower than the bare stack's own read by more than the tolerance.
-    The two stacks are measured in turns, four short runs each: the bare
-    stack's median moved from 97 to 160 us between runs a second apart, so
-    one run of each would compare two moments, not two stacks."""
-    params = presets.resolve("ssd-2008", "m")
-    bare_medians, model_medians = [], []
-    with modelled_image(image(tmp_path, 256, "bare"), 256, BARE_STACK, scratch=scratch, name="bare",
-                        calibrated=False) as bare, \
-            modelled_image(image(tmp_path, 256, "ssd"), 256, params, scratch=scratch, name="ssd-2008") as model:
-        for _ in range(4):
-            bare_medians.append(fiocheck.random_read(bare.device, 256 * MiB, BARE_STACK, seconds=0.5)["median_us"])
+    """An SSD whose least request the model makes a tenth cheaper than the stack's own
+    cost (stack_us, calibrated: 77-151 us from one stack to the next here; ssd-2008's
+    103.9 us was refused when five stacks in a row cost over 122), its 4 KiB read less
+    than the bare stack's: the stack can make no request faster than it costs. Such a read is never much faster than the
+    model, and never slower than the bare stack's own read by more than the tolerance.
+    The stacks are measured in turns, six short runs each, and compared turn by turn:
+    the bare stack's median moved from 97 to 160 us between runs a second apart, so one
+    run of each would compare two moments, not two stacks; and two bare stacks, as the
+    least a request costs differs from one stack to the next (189-227 against 213-287 us
+    once)."""
+    ssd = presets.resolve("ssd-2008", "m")
+    # its least request (512 B, presets.check) a tenth cheaper than the stack's own cost
+    params = {**ssd, "read_latency_us": round(0.9 * device.stack_cost(scratch).stack_us - 512 / ssd["read_mbps"], 1)}
+    bare_medians: dict[str, list[float]] = {"a": [], "b": []}
+    model_medians = []
+    with modelled_image(image(tmp_path, 256, "bare-a"), 256, BARE_STACK, scratch=scratch, name="bare-a",
+                        calibrated=False) as bare_a, \
+            modelled_image(image(tmp_path, 256, "bare-b"), 256, BARE_STACK, scratch=scratch, name="bare-b",
+                           calibrated=False) as bare_b, \
+            modelled_image(image(tmp_path, 256, "ssd"), 256, params, scratch=scratch, name="ssd") as model:
+        for _ in range(TURNS + 1):
+            for name, bare in (("a", bare_a), ("b", bare_b)):
+                bare_medians[name].append(
+                    fiocheck.random_read(bare.device, 256 * MiB, BARE_STACK, seconds=0.5)["median_us"])
             r = fiocheck.random_read(model.device, 256 * MiB, params, seconds=0.5)
             assert r["n"] > 100, r
             model_medians.append(r["median_us"])
-    measured, bare_us = statistics.median(model_medians), statistics.median(bare_medians)
+    # each turn's model against the dearer bare stack of the same turn: a slow spell of the machine
+    # (a bare stack's median from 233 to 887 us in the next turn, once) moves both
+    over_bare = [m / max(a, b, r["expected_us"]) for m, a, b in zip(model_medians, *bare_medians.values())]
     seen = (model_medians, bare_medians, r["expected_us"])
-    assert measured >= r["expected_us"] * (1 - TOLERANCE), seen
-    assert measured <= max(r["expected_us"], bare_us) * (1 + TOLERANCE), seen
+    assert statistics.median(model_medians) >= r["expected_us"] * (1 - TOLERANCE), seen
+    assert statistics.median(over_bare) <= 1 + TOLERANCE, seen
 
 
 @pytest.mark.parametrize("preset, length", [("hdd-7200", 128 * 1024), ("raid-hdd", 256 * 1024)])
