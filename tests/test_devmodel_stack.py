@@ -76,8 +76,9 @@ def test_a_read_the_model_makes_cheaper_than_the_stack_costs_what_the_stack_cost
     """An SSD whose least request the model makes a tenth cheaper than the stack's own
     cost (stack_us, calibrated: 77-151 us from one stack to the next here; ssd-2008's
     103.9 us was refused when five stacks in a row cost over 122), its 4 KiB read less
-    than the bare stack's: the stack can make no request faster than it costs. Such a read is never much faster than the
-    model, and never slower than the bare stack's own read by more than the tolerance.
+    than the bare stack's: the stack can make no request faster than it costs. Such a
+    read is never much faster than the model, and never slower than the bare stack's
+    own read by more than the tolerance.
     The stacks are measured in turns, six short runs each, and compared turn by turn:
     the bare stack's median moved from 97 to 160 us between runs a second apart, so one
     run of each would compare two moments, not two stacks; and two bare stacks, as the

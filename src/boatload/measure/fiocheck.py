@@ -88,7 +88,7 @@ def seq_read(device: str, size: int, params: dict, length: int = 128 * 1024, are
 
 def in_turns(measure: Callable[[], dict], turns: int, key: str) -> dict:
     """`measure` run `turns` times one after another: the turn whose `key` is
-    the median, with every turn's `key` under "turns". A shared machine gives
+    the median, with every turn's `key`, sorted, under "turns". A shared machine gives
     a check a slow second now and then (a neighbour's burst, the hypervisor
     taking the CPU): one long run of the check takes the whole of it, the
     median of short turns spread over the same time takes none of it unless
