@@ -25,8 +25,7 @@ from targetlib import IS_ROOT, SSD_ABOVE_FLOOR, leftovers, scratch, wait_clean  
 from boatload.provision import cleanup as cleanup_module
 from boatload.provision.cleanup import cleanup
 from boatload.measure import fiocheck
-from boatload.provision.devmodel import presets
-from boatload.provision.devmodel import device
+from boatload.provision.devmodel import device, presets
 from boatload.provision.devmodel.device import modelled_image
 from boatload.base.targetspec import TargetError
 

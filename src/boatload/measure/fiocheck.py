@@ -14,7 +14,6 @@ shortcut: their mean is what the model gives.
 from __future__ import annotations
 
 import shutil
-import statistics
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -87,15 +86,16 @@ def seq_read(device: str, size: int, params: dict, length: int = 128 * 1024, are
 
 
 def in_turns(measure: Callable[[], dict], turns: int, key: str) -> dict:
-    """`measure` run `turns` times one after another: the turn whose `key` is
+    """`measure` run `turns` (odd) times one after another: the turn whose `key` is
     the median, with every turn's `key`, sorted, under "turns". A shared machine gives
     a check a slow second now and then (a neighbour's burst, the hypervisor
     taking the CPU): one long run of the check takes the whole of it, the
     median of short turns spread over the same time takes none of it unless
     it lasts through half the turns."""
+    if turns % 2 == 0:
+        raise ValueError(f"turns: {turns} has no middle turn; give an odd number")
     runs = sorted((measure() for _ in range(turns)), key=lambda r: r[key])
-    middle = runs[len(runs) // 2]
-    return {**middle, "turns": [r[key] for r in runs], key: statistics.median(r[key] for r in runs)}
+    return {**runs[turns // 2], "turns": [r[key] for r in runs]}
 
 
 def fsync_writeout(device: str, size: int, params: dict, blocks: int = 64, length: int = 4096) -> dict:

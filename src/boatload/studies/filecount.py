@@ -76,8 +76,7 @@ def _check(config: dict, s: dict) -> None:
     if "direct" in s["modes"] and s["xfer"] % DIRECT_ALIGN:
         raise ConfigError(f"config: studies.filecount.xfer: {s['xfer']} bytes is not a multiple of {DIRECT_ALIGN}, "
                           "which O_DIRECT (modes: direct) needs")
-    kinds = {config["targets"][t]["kind"] for t in s["targets"]}
-    if s["modes"] == ["direct"] and kinds == {"tmpfs"}:
+    if s["modes"] == ["direct"] and all(_direct_skipped(config, t) for t in s["targets"]):
         raise ConfigError("config: studies.filecount.modes: direct only, on tmpfs targets only, where every point "
                           "is skipped (tmpfs has no O_DIRECT of its own): nothing would be measured")
     for name in s["targets"]:
@@ -118,9 +117,13 @@ def claim_rounds(config: dict, t: dict, target: str, mode: str) -> range:
     """The rounds of a claim's point (1 or 2 files): the study's repetitions, or the mode's
     `mode_repetitions` where more; never more on a tmpfs's direct points, recorded as skipped."""
     more = (t.get("mode_repetitions") or {}).get(mode)
-    if mode == "direct" and config["targets"][target].get("fs") == "tmpfs":
-        more = None
-    return more_rounds(t, more)
+    return more_rounds(t, None if mode == "direct" and _direct_skipped(config, target) else more)
+
+
+def _direct_skipped(config: dict, target: str) -> bool:
+    """Whether the plan knows the target's direct points will be recorded as skipped (a tmpfs;
+    `measure` also skips any file system whose kernel name turns out to be tmpfs)."""
+    return config["targets"][target]["kind"] == "tmpfs"
 
 
 #: the claim's points: IOPS with two files over one file
