@@ -4,8 +4,8 @@ against what its parameters give (devmodel-calc); flushes counted by the
 model; the error filter; nbdkit dying; signals and SIGKILL + cleanup leaving
 nothing. Images live in the test's own tmp directory.
 
-The accuracy checks compare means without the slowest 2 % of requests (a
-sequential read and the SSD: the median request), as
+The accuracy checks compare means without the slowest 2 % of requests (the
+SSD: the median request; a sequential read: the stream's rate), as
 boatload.measure.fiocheck says why, each the median of short turns (a slow
 second of the host takes one turn, not the check), and need a machine that
 is not overloaded throughout: on a loaded one every request comes back late."""
@@ -17,6 +17,8 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,8 +35,8 @@ pytestmark = pytest.mark.skipif(not IS_ROOT or not os.path.exists("/dev/fuse"), 
 
 MiB = 1 << 20
 TOLERANCE = 0.15
-#: each accuracy check is the median of this many short runs (fiocheck.in_turns): in CI a
-#: single run once came back a third slow at every request, the host slow for all of it
+#: each accuracy check is the median of this many short runs that found the host in order
+#: (fiocheck.in_order_turns): in CI a single run once came back a third slow at every request
 TURNS = 5
 
 
@@ -43,6 +45,21 @@ def image(tmp_path: Path, size_mb: int, name: str = "disk") -> Path:
     with open(img, "wb") as f:
         f.truncate(size_mb * MiB)
     return img
+
+
+#: a model that costs next to nothing: what a request through the stack costs by itself
+BARE_STACK = {"kind": "ssd", "read_latency_us": 1, "read_mbps": 1e9, "write_latency_us": 0, "write_mbps": 1e9,
+              "flush_us": 0}
+
+
+@contextmanager
+def bare_probe(tmp_path: Path, scratch: Path) -> Iterator[Callable[[], float]]:
+    """A bare stack's stream rate in MB/s, 32 MiB in 128 KiB reads (a tenth of a second): how the
+    host is doing at the moment, for fiocheck.in_order_turns. A slow spell of the host (10-30 s)
+    took it from 230-450 MB/s to 60-170 here, and the modelled disk's stream with it."""
+    with modelled_image(image(tmp_path, 64, "bare-probe"), 64, BARE_STACK, scratch=scratch, name="bare-probe",
+                        calibrated=False) as bare:
+        yield lambda: fiocheck.seq_read(bare.device, 64 * MiB, BARE_STACK, area=32 * MiB)["stream_mbps"]
 
 
 # The SSD's reads with a latency of 2 ms (ssd-2008's is 100 us): a request that waited costs
@@ -57,18 +74,17 @@ SLOW_SSD = {"preset": "ssd-2008", "read_latency_us": 2000}
                          ids=["hdd-7200", "raid-hdd", "ssd-2008-2ms"])
 def test_random_reads_take_the_models_mean_service_time(tmp_path, scratch, preset, length):
     params = presets.resolve(preset, "m")
-    with modelled_image(image(tmp_path, 256), 256, params, scratch=scratch, name=params["kind"]) as stack:
+    with bare_probe(tmp_path, scratch) as probe, \
+            modelled_image(image(tmp_path, 256), 256, params, scratch=scratch, name=params["kind"]) as stack:
         # the SSD's reads all cost the same in the model: its median request (fiocheck)
         key = "median_ratio" if params["kind"] == "ssd" else "ratio"
-        r = fiocheck.in_turns(lambda: fiocheck.random_read(stack.device, 256 * MiB, params, seconds=1, length=length),
-                              TURNS, key)
+        r = fiocheck.in_order_turns(
+            lambda: fiocheck.random_read(stack.device, 256 * MiB, params, seconds=1, length=length), probe, TURNS, key)
+    assert not r["short"], r
     assert r["n"] > 50, r
-    assert abs(r[key] - 1) <= TOLERANCE, (r, device.stack_cost(scratch))
+    assert abs(r[key] - 1) <= TOLERANCE, (r["turns"], r, device.stack_cost(scratch))
 
 
-#: a model that costs next to nothing: what a request through the stack costs by itself
-BARE_STACK = {"kind": "ssd", "read_latency_us": 1, "read_mbps": 1e9, "write_latency_us": 0, "write_mbps": 1e9,
-              "flush_us": 0}
 
 
 def test_a_read_the_model_makes_cheaper_than_the_stack_costs_what_the_stack_costs(tmp_path, scratch):
@@ -108,15 +124,31 @@ def test_a_read_the_model_makes_cheaper_than_the_stack_costs_what_the_stack_cost
     assert statistics.median(over_bare) <= 1 + TOLERANCE, seen
 
 
-@pytest.mark.parametrize("preset, length", [("hdd-7200", 128 * 1024), ("raid-hdd", 256 * 1024)])
-def test_a_sequential_read_runs_at_the_zone_rate(tmp_path, scratch, preset, length):
+# A stream the stack cannot carry runs at the stack's rate, not the model's: raid-hdd's four
+# disks stream 420 MB/s in their outer zone, and a bare stack carried 271-504 MB/s here from one
+# moment to the next (CI once saw the modelled RAID at 0.735 of its rate). The RAID checked is
+# two of its disks in their inner zone (116 MB/s), where the stack has room to spare, as the
+# single disk's outer zone (105 MB/s) has: what it checks is that the stripe streams both arms.
+INNER_RAID = {"preset": "raid-hdd", "disks": 2}
+
+
+@pytest.mark.parametrize("preset, length, zone", [("hdd-7200", 128 * 1024, "outer"), (INNER_RAID, 256 * 1024, "inner")],
+                         ids=["hdd-7200-outer", "raid-hdd-2-disks-inner"])
+def test_a_sequential_read_runs_at_the_zone_rate(tmp_path, scratch, preset, length, zone):
+    """The stream's rate (bytes over the run's time), which is what the model promises: a reply the
+    host delays is repaid by the read-ahead the drive did meanwhile. Its median request is not: in a
+    slow spell of the host it fell to 0.55-0.72 of the model while the stream kept 0.94-0.96."""
     params = presets.resolve(preset, "m")
     size = 1024 * MiB  # a zone of 64 MiB: long enough a stream
-    with modelled_image(image(tmp_path, 1024), 1024, params, scratch=scratch, name=preset) as stack:
-        r = fiocheck.in_turns(
-            lambda: fiocheck.seq_read(stack.device, size, params, length=length, area=size // params["zones"]),
-            TURNS, "median_ratio")
-    assert abs(r["median_ratio"] - 1) <= TOLERANCE, r
+    area = size // params["zones"]
+    offset = 0 if zone == "outer" else size - area
+    with bare_probe(tmp_path, scratch) as probe, \
+            modelled_image(image(tmp_path, 1024), 1024, params, scratch=scratch, name=params["kind"]) as stack:
+        r = fiocheck.in_order_turns(
+            lambda: fiocheck.seq_read(stack.device, size, params, length=length, area=area, offset=offset),
+            probe, TURNS, "stream_ratio")
+    assert not r["short"], r
+    assert abs(r["stream_ratio"] - 1) <= TOLERANCE, (r["turns"], r, device.stack_cost(scratch))
 
 
 def _cpus_allowed(pid: int) -> set[str]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -71,31 +72,58 @@ def random_read(device: str, size: int, params: dict, span: float = 1.0, length:
             "median_ratio": median / expected}
 
 
-def seq_read(device: str, size: int, params: dict, length: int = 128 * 1024, area: int = 16 << 20) -> dict:
-    """Sequential `length`-byte reads of the first `area` bytes (one zone)."""
-    doc, log = _run_logged(device, "--rw=read", f"--bs={length}", f"--size={area}")
+def _stream_mbps(doc: dict) -> float:
+    """The stream's rate: bytes read over the job's run time (fio's bw), the time between requests included."""
+    return doc["jobs"][0]["read"]["bw_bytes"] / 1e6
+
+
+def seq_read(device: str, size: int, params: dict, length: int = 128 * 1024, area: int = 16 << 20,
+             offset: int = 0) -> dict:
+    """Sequential `length`-byte reads of the `area` bytes from `offset` (one zone)."""
+    doc, log = _run_logged(device, "--rw=read", f"--bs={length}", f"--size={area}", f"--offset={offset}")
     lat = [t for t, _ in log][1:]  # the first request seeks to the start
     mean, trimmed = _means(lat)
     median = sorted(lat)[len(lat) // 2]
-    expected = native.expect_seq_read_mbps(params, size, 0, length)
+    expected = native.expect_seq_read_mbps(params, size, offset, length)
     # every request of a stream costs the same in the model: the median request
     # says the stream's rate, and a burst of another job's load moves it least
     return {"what": f"sequential {length // 1024} KiB reads", "n": len(lat), "mbps": length / mean,
             "trimmed_mbps": length / trimmed, "median_mbps": length / median, "expected_mbps": expected,
-            "ratio": (length / trimmed) / expected, "median_ratio": (length / median) / expected}
+            "ratio": (length / trimmed) / expected, "median_ratio": (length / median) / expected,
+            "stream_mbps": _stream_mbps(doc), "stream_ratio": _stream_mbps(doc) / expected}
 
 
-def in_turns(measure: Callable[[], dict], turns: int, key: str) -> dict:
-    """`measure` run `turns` (odd) times one after another: the turn whose `key` is
-    the median, with every turn's `key`, sorted, under "turns". A shared machine gives
-    a check a slow second now and then (a neighbour's burst, the hypervisor
-    taking the CPU): one long run of the check takes the whole of it, the
-    median of short turns spread over the same time takes none of it unless
-    it lasts through half the turns."""
+#: a turn counts where the bare stack carried at least this share of the best it carried in the check
+IN_ORDER = 0.6
+#: how long a check keeps taking turns for its count of turns in order
+TURNS_LIMIT_S = 90.0
+
+
+def in_order_turns(measure: Callable[[], dict], probe: Callable[[], float], turns: int, key: str,
+                   limit_s: float = TURNS_LIMIT_S) -> dict:
+    """`measure` run in turns, each between two `probe`s (a bare stack's stream rate), until `turns`
+    (odd) of them found the host in order: both probes at least IN_ORDER of the best probe of the
+    check. The host this runs on has slow spells of 10-30 s in which a bare stack carries a fifth of
+    its usual rate and every modelled request comes back late, whatever the model: a turn in one
+    says nothing of the model. Returns the middle turn in order by `key`, with every in-order turn's
+    `key`, sorted, under "turns", and what was left out under "out_of_order" (key, probe); fewer than
+    `turns` in order within `limit_s` gives "short": True and the middle of those there were."""
     if turns % 2 == 0:
         raise ValueError(f"turns: {turns} has no middle turn; give an odd number")
-    runs = sorted((measure() for _ in range(turns)), key=lambda r: r[key])
-    return {**runs[turns // 2], "turns": [r[key] for r in runs]}
+    taken: list[tuple[dict, float]] = []
+    started = time.monotonic()
+    before = best = probe()
+    while True:
+        result = measure()
+        after = probe()
+        taken.append((result, min(before, after)))
+        before, best = after, max(best, after)
+        kept = sorted((r for r, p in taken if p >= IN_ORDER * best), key=lambda r: r[key])
+        if len(kept) >= turns or time.monotonic() - started > limit_s:
+            break
+    middle = kept[len(kept) // 2] if kept else taken[-1][0]
+    return {**middle, "turns": [r[key] for r in kept], "short": len(kept) < turns, "best_probe": best,
+            "out_of_order": [(r[key], p) for r, p in taken if p < IN_ORDER * best]}
 
 
 def fsync_writeout(device: str, size: int, params: dict, blocks: int = 64, length: int = 4096) -> dict:
