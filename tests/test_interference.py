@@ -359,3 +359,40 @@ def test_many_threads_lose_others_cpu_across_the_cores_they_keep_busy():
     # never more lanes than cores: 20 threads on 2 cores lose others' CPU over 2
     crowd = {**fio, "ran_s": 1.5, "run_delay_s": 20.0, "competing_cpu_s": 0.2}
     assert disturbance.lost_share(crowd) == pytest.approx(disturbance.waited_for_others(crowd) / (2 * 0.77))
+
+
+# The job of JOB_SCRIPT with the hypervisor's steal made up for its first attempt: the monitor's
+# /proc/stat reads half of every CPU's time as stolen while that attempt runs (the real steal
+# is added to it, and is all there is in the attempts after it).
+STEAL_JOB_SCRIPT = textwrap.dedent("""
+    import time
+    from boatload.measure import interference
+    real_jiffies = interference.cpu_jiffies
+    attempts = []
+
+    def stolen():
+        j = real_jiffies()
+        if len(attempts) == 1:
+            j = {**j, "steal": j["steal"] + int(time.monotonic() * 100 * interference.os.cpu_count() / 2)}
+        return j
+
+    interference.cpu_jiffies = stolen
+""") + JOB_SCRIPT.replace('print("measuring"', 'attempts.append(1); print("measuring"')
+
+
+def test_a_phase_the_hypervisor_took_half_of_is_measured_again_once_the_steal_has_passed(tmp_path, worker):
+    env = {**os.environ, "BOATLOAD_WORKER": str(worker), "BOATLOAD_SCRATCH": str(tmp_path / "scratch")}
+    proc = subprocess.run([sys.executable, "-c", STEAL_JOB_SCRIPT, json.dumps(job(duration=0.6))], env=env,
+                          capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    record = json.loads(proc.stdout)["interference"]
+    assert len(record["redone"]) >= 1, (record["why"], proc.stderr)
+    first = io_phase(record["redone"][0]["interference"])
+    assert "steal" in first["disturbed_by"] and first["disturbance"] == "passing"
+    assert first["steal_share"] >= 0.45, first["steal_share"]
+    assert "the hypervisor gave" in record["redone"][0]["why"]
+    # before measuring again the run waited for the steal to pass (the real one: at most the wait's limit)
+    waits = [w for w in record["quiet_waits"] if w.get("for") == "steal"]
+    assert waits and all(w["calm"] or w["waited_s"] >= 30 for w in waits), waits
+    kept = io_phase(record["phases"])
+    assert kept["steal_share"] < 0.45 and kept["max_steal"] == 0.2

@@ -20,6 +20,7 @@ RUN_COLUMNS = {
     "run_delay_s": pl.Float64,        # seconds the measured threads waited for a CPU, summed over the timed phases
     "competing_cpu_max": pl.Float64,  # most CPU of competing processes in one phase, share of one core
     "other_cpu_max": pl.Float64,      # most CPU of everything but the measurement (/proc/stat), share of one core
+    "steal_max": pl.Float64,          # most of the machine's CPU time the hypervisor gave other guests in one phase
     "run_queue_mean": pl.Float64,     # runnable tasks, mean over the run's phases
     "others_io_mb": pl.Float64,       # storage I/O other processes caused during the phases
     "cache": pl.String,               # per timed phase: cold (fresh file system) or warm
@@ -47,6 +48,8 @@ def run_columns(doc: dict) -> dict:
         "run_delay_s": sum(p["run_delay_s"] for p in measured) if measured else None,
         "competing_cpu_max": max(_share(p["competing_cpu_s"], p["seconds"]) or 0.0 for p in phases),
         "other_cpu_max": max(_share(p["other_cpu_s"], p["seconds"]) or 0.0 for p in phases),
+        # records made before steal was recorded have none
+        "steal_max": max((p.get("steal_share") or 0.0 for p in measured), default=None),
         "run_queue_mean": sum(queue) / len(queue) if queue else None,
         "others_io_mb": sum(p["others_io_mb"]["read"] + p["others_io_mb"]["write"] for p in phases),
         "cache": ", ".join(f"{p['tool']} {p['phase']} {p['cache']['state']}" for p in phases),

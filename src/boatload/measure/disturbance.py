@@ -6,14 +6,18 @@ waited for a CPU on other processes' account (`waited_for_others`) for more
 than `max_run_delay` of the time they had to run (`lost_share`: the phase's
 seconds times the cores they kept busy on average); or, on a target backed by
 the host's disk, other processes did more than `max_others_io` of that
-disk's I/O in the phase. Other processes' CPU alone disturbs nothing: a
-1-thread worker on a 2-core machine does not wait for a process on the
-other core, and its run delay says so.
+disk's I/O in the phase; or the hypervisor gave more than `max_steal` of the
+machine's CPU time to other guests (`steal_share`, /proc/stat's steal): on
+this kind of machine that comes in spells of 10-30 s in which everything
+runs slower (bench/README.md "Steal: the hypervisor's spells"). Other
+processes' CPU alone disturbs nothing: a 1-thread worker on a 2-core machine
+does not wait for a process on the other core, and its run delay says so.
 
 Constant: the disturbing load was there in the window just before the phase
 (`before` in the record); measuring again would meet it again, so the run is
 kept and marked. Passing: it was not, and the run is measured again on a
-fresh target.
+fresh target. Steal is always passing: another guest's load comes and goes,
+and the run waits for it to go before measuring again (boatload.measure.runner).
 """
 
 from __future__ import annotations
@@ -71,7 +75,8 @@ def lost_share(rec: dict) -> float:
 
 
 def judge(rec: dict, opts: dict, disk_bound: bool) -> list[str]:
-    """What disturbed a measured phase: "cpu" (its threads waited), "io" (others used its disk); [] if nothing."""
+    """What disturbed a measured phase: "cpu" (its threads waited), "io" (others used its disk), "steal"
+    (the hypervisor gave the machine's CPU to other guests); [] if nothing."""
     seconds = rec["seconds"]
     if not rec["measured"] or seconds <= 0:
         return []
@@ -81,6 +86,9 @@ def judge(rec: dict, opts: dict, disk_bound: bool) -> list[str]:
     others, host = _io_mb(rec["others_io_mb"]), _host_mb(rec["disk"])
     if disk_bound and others >= MIN_OTHERS_IO_MB and host > 0 and min(others, host) / host > opts["max_others_io"]:
         by.append("io")
+    # a record made before steal was recorded has none; below a few ticks it is the clock's grain
+    if (rec.get("steal_share") or 0.0) > opts.get("max_steal", 1.0) and rec["cpu_s"].get("steal", 0.0) >= RESOLUTION_S:
+        by.append("steal")
     return by
 
 
@@ -94,7 +102,8 @@ def persistence(rec: dict, by: list[str], opts: dict) -> str:
     `max_other_cpu` of a core and at least as much CPU as the old one in the
     phase; else the old load was the most of it, and measuring again would
     meet it again.
-    I/O: the others' rate before was at least half their rate in the phase."""
+    I/O: the others' rate before was at least half their rate in the phase.
+    Steal: never constant (another guest's load comes and goes)."""
     before = rec["before"]
     if before["seconds"] < MIN_BEFORE_S:
         return "passing"  # nothing to tell by: measuring again is the safe side
@@ -106,6 +115,8 @@ def persistence(rec: dict, by: list[str], opts: dict) -> str:
     if "io" in by:
         during = _io_mb(rec["others_io_mb"]) / rec["seconds"]
         there.append(_io_mb(before["others_io_mb"]) / before["seconds"] >= 0.5 * during)
+    if "steal" in by:
+        there.append(False)
     return "constant" if there and all(there) else "passing"
 
 
@@ -128,8 +139,13 @@ def why(rec: dict) -> str:
     if "io" in rec["disturbed_by"]:
         parts.append(f"other processes did {_io_mb(rec['others_io_mb']):.1f} MB of I/O, "
                      f"{100 * rec['others_io_share']:.0f} % of the host disk's (limit {100 * rec['max_others_io']:g} %)")
+    if "steal" in rec["disturbed_by"]:
+        parts.append(f"the hypervisor gave {100 * rec['steal_share']:.0f} % of the machine's CPU time to other guests "
+                     f"(steal; limit {100 * rec['max_steal']:g} %)")
     before = rec["before"]
     when = (f"a constant load: {100 * before['competing_cores']:.1f} % of a core and "
             f"{_io_mb(before['others_io_mb']):.1f} MB of others' I/O in the {before['seconds']:.1f} s before it"
-            if rec["disturbance"] == "constant" else "passing: not there just before the phase")
+            if rec["disturbance"] == "constant" else
+            "passing: another guest's load, waited out before measuring again" if rec["disturbed_by"] == ["steal"] else
+            "passing: not there just before the phase")
     return f"{rec['tool']} phase {rec['phase']}: " + "; ".join(parts) + f" ({when})"

@@ -49,7 +49,8 @@ SECTOR = 512
 # four a second keep the monitor near 0.1 % of a core. Pressure stall
 # totals (/proc/pressure) cover what falls between samples. The meaning of
 # each: workflow/schemas/config.schema.yaml, `interference`.
-DEFAULTS = {"max_run_delay": 0.05, "max_others_io": 0.10, "max_other_cpu": 0.05, "redo": 2,
+DEFAULTS = {"max_run_delay": 0.05, "max_others_io": 0.10, "max_other_cpu": 0.05, "max_steal": 0.2, "steal_wait_s": 30.0,
+            "redo": 2,
             "run_queue_sample_s": 0.25, "before_s": 0.3, "wait_quiet_s": 0, "shield": True,
             "preflight_sample_s": 3.0}
 
@@ -233,12 +234,15 @@ class Monitor:
             # the measured threads (not this monitor) runnable without a CPU, summed over threads
             "run_delay_s": round(waited, 6),
             "run_delay_share": round(waited / seconds, 5) if seconds > 0 else None,
+            # the share of the machine's CPU time its hypervisor gave to others (/proc/stat's steal, every CPU)
+            "steal_share": round(dj["steal"] / (seconds * (os.cpu_count() or 1)), 4) if seconds > 0 else None,
             "threads": threads,
             "ran_s": round(ran, 6),  # the measured threads on a CPU, summed over threads
             "cores": cores,
             "before": _window(window, before, me, self.orchestrator),
             "max_run_delay": self.settings["max_run_delay"],
             "max_others_io": self.settings["max_others_io"],
+            "max_steal": self.settings["max_steal"],
             "max_other_cpu": self.settings["max_other_cpu"],
         }
         host_mb = (rec["disk"]["host_read_mb"] or 0.0) + (rec["disk"]["host_write_mb"] or 0.0)

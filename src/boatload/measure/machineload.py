@@ -1,6 +1,7 @@
 """How busy the machine is with processes that are not ours, sampled over a
-few seconds: the preflight's one line, and the wait for a quiet machine
-that `interference.wait_quiet_s` asks of each run."""
+few seconds: the preflight's one line, the wait for a quiet machine
+that `interference.wait_quiet_s` asks of each run, and the wait for the
+hypervisor's steal to pass before a run it disturbed is measured again."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import time
 
 from boatload.measure.disturbance import TICK_S
+from boatload.measure import procfs
 from boatload.measure.procfs import orchestrator_root, processes, reaped, subtree, used_ticks
 
 
@@ -54,3 +56,23 @@ def wait_quiet(limit_s: float, max_other_cpu: float, window_s: float = 1.0) -> d
         if total <= max_other_cpu or waited >= limit_s:
             return {"waited_s": round(waited, 2), "quiet": total <= max_other_cpu,
                     "other_cores": round(total, 3), "busiest": found[:3]}
+
+
+def steal_share(seconds: float) -> float:
+    """The share of the machine's CPU time (every CPU) the hypervisor gave to other guests over `seconds`."""
+    a = procfs.cpu_jiffies()["steal"]
+    time.sleep(seconds)
+    b = procfs.cpu_jiffies()["steal"]
+    return (b - a) * TICK_S / (seconds * (os.cpu_count() or 1))
+
+
+def wait_steal(limit_s: float, max_steal: float, window_s: float = 1.0) -> dict:
+    """Sample in windows of `window_s` until the steal share is at most `max_steal`, or
+    `limit_s` has passed; what it found."""
+    started = time.monotonic()
+    while True:
+        share = steal_share(window_s)
+        waited = time.monotonic() - started
+        if share <= max_steal or waited >= limit_s:
+            return {"for": "steal", "waited_s": round(waited, 2), "calm": share <= max_steal,
+                    "steal_share": round(share, 4)}

@@ -13,7 +13,8 @@ disturbed by a passing load (boatload.measure.disturbance), the attempt is kept 
 record and the job is measured again on a fresh target, up to
 `interference.redo` times; a constant load is not measured again: the run
 is kept, and its record says so (the job's `interference` settings, from
-the config's `interference:`).
+the config's `interference:`). After an attempt the hypervisor's steal
+disturbed, the next waits (at most `steal_wait_s`) for the steal to pass.
 """
 
 from __future__ import annotations
@@ -157,6 +158,8 @@ def run_job(study: str, job: dict, measure: Measure, *, fallback_without_root: b
             redone.append({"attempt": n, "why": why, "result": attempt["result"], "interference": attempt["records"]})
             print(f"boatload: {name}: disturbed, {why}; measuring again on a fresh target "
                   f"({n + 1} of {opts['redo'] + 1})", file=sys.stderr)
+            if any("steal" in r["disturbed_by"] for r in attempt["records"] if r["disturbed"]):
+                waits.append(machineload.wait_steal(opts["steal_wait_s"], opts["max_steal"]))
     if kind == "constant":
         print(f"boatload: {name}: disturbed by a constant load, kept without measuring again: {why}", file=sys.stderr)
     spec = attempt["spec"]

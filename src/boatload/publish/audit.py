@@ -299,6 +299,8 @@ def _conditions(prov: dict) -> dict:
         "runs": sum(c.get("runs", 0) for c in cond.values()),
         "phases": sum(c.get("measured_phases", 0) for c in cond.values()),
         "redone_runs": sum(c.get("redone_runs", 0) for c in cond.values()),
+        "redone_for_steal": sum(c.get("redone_for_steal", 0) for c in cond.values()),
+        "steal_max": max((c["steal_max"] for c in cond.values() if c.get("steal_max") is not None), default=None),
         "redone_attempts": sum(c.get("redone_attempts", 0) for c in cond.values()),
         "still_disturbed": sum(c.get("still_disturbed", 0) for c in cond.values()),
         "competing_max": max(shares) if shares else None,

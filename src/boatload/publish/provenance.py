@@ -7,6 +7,11 @@ import os
 from pathlib import Path
 
 
+def _steal_only(attempt: dict) -> bool:
+    """A redone attempt whose disturbed phases were disturbed by the hypervisor's steal alone."""
+    return all(p.get("disturbed_by") == ["steal"] for p in attempt["interference"] if p.get("disturbed"))
+
+
 def conditions(docs: list[dict]) -> dict:
     """Per study: how quiet its measured phases were, what was redone, and its cache state
     (the study module's CACHE: ours and the original's)."""
@@ -33,6 +38,13 @@ def conditions(docs: list[dict]) -> dict:
             "measured_phases": len(phases),
             "phase_seconds": seconds,
             "redone_runs": sum(1 for r in records if r["redone"]),
+            # of those, the runs measured again only because the hypervisor gave the CPU to other guests
+            "redone_for_steal": sum(1 for r in records if r["redone"] and all(_steal_only(a) for a in r["redone"])),
+            # the machine's CPU time the hypervisor gave other guests: over the phases, and in the worst one
+            "steal_share": (sum((p.get("steal_share") or 0.0) * p["seconds"] for p in phases) / seconds
+                            if seconds else None),
+            "steal_max": max((p["steal_share"] for p in phases if p.get("steal_share") is not None
+                              and p["seconds"] >= 0.1), default=None),
             "redone_attempts": sum(len(r["redone"]) for r in records),
             "still_disturbed": sum(1 for r in records if r["disturbed"]),
             "constant_runs": sum(1 for r in records if r.get("disturbance") == "constant"),
