@@ -28,7 +28,7 @@ PARALLEL_FILES = {
     "test_verdict.py", "test_verdict_error_rates.py", "test_settle_record.py", "test_imports.py", "test_layers.py",
     "test_native_layers.py", "test_plan.py", "test_results.py", "test_config.py", "test_config_mutations.py",
     "test_devmodel.py", "test_spread.py", "test_statements.py", "test_parallel_set.py", "test_nix.py",
-    "test_fiocheck_turns.py", "test_steal.py",
+    "test_fiocheck_turns.py", "test_steal.py", "test_bench_steal.py",
     "test_bootstrap.py", "test_env_bytecode.py",
     # notebooks, paper, blog and compare on the committed fixtures (papermill, typst, chromium; nothing measured)
     "test_notebook_degradation.py", "test_notebook_filecount.py", "test_notebook_journal.py",

@@ -7,6 +7,7 @@ import pytest
 from boatload.analysis.tidy import run_columns
 from boatload.measure import disturbance, machineload, procfs
 from boatload.measure.interference import DEFAULTS
+from boatload.measure.machineload import wait_steal  # its /proc/stat, clock and sleep replaced below
 
 QUIET_DISK = {"others_io_mb": {"read": 0.0, "write": 0.0}, "disk": {}}
 
@@ -51,7 +52,7 @@ def test_the_wait_for_steal_reads_proc_stat_and_stops_when_it_falls(monkeypatch)
     monkeypatch.setattr(machineload, "TICK_S", 0.01)
     monkeypatch.setattr(machineload.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(machineload.time, "sleep", lambda s: None)
-    found = machineload.wait_steal(30, 0.2)
+    found = wait_steal(30, 0.2)
     assert found["calm"] and found["steal_share"] == pytest.approx(0.02) and found["for"] == "steal"
 
 
@@ -63,7 +64,7 @@ def test_the_wait_for_steal_gives_up_at_its_limit(monkeypatch):
     monkeypatch.setattr(machineload.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(machineload.time, "sleep", lambda s: None)
     monkeypatch.setattr(machineload.time, "monotonic", lambda: next(clock))
-    found = machineload.wait_steal(20, 0.2)
+    found = wait_steal(20, 0.2)
     assert not found["calm"] and found["waited_s"] >= 20 and found["steal_share"] == pytest.approx(0.3)
 
 
