@@ -5,7 +5,8 @@ hypervisor's spells").
     uv run python bench/steal.py CLONE [CLONE ...]
 
 From CLONE/data/runs/<host>/<study>/<target>/<point>/rep*.json: every phase of a run's result
-that has a rate (`ops_per_s`) and a measured phase of the same name in its interference record;
+that has a rate (`ops_per_s`) and a measured phase of the same name in its interference record,
+and every tool's IOPS (filecount: `tools.<tool>.iops`) with the measured phase of that tool;
 its rate over the median rate of its (study, target, point, phase) across runs; the steal share
 of that phase (`steal_share`, or, in records made before it was recorded, the steal seconds
 over the phase's seconds times its cores). Prints, per band of steal, the phases in it and the
@@ -52,6 +53,11 @@ def deviations(clone: Path) -> list[tuple[float, float]]:
             monitored = by_name.get(name) or by_name.get(ph.get("name"))
             if ph.get("ops_per_s") and monitored:
                 groups[(*path.parts[-5:-1], name)].append((steal_of(monitored), ph["ops_per_s"]))
+        # filecount: one IOPS per tool, the worker's timed phase "io", a peer's named for the tool
+        by_tool = {("boatload-worker" if p["tool"] == "worker" else p["tool"]): p for p in phases}
+        for tool, out in (result.get("tools") or {}).items():
+            if (out or {}).get("iops") and tool in by_tool:
+                groups[(*path.parts[-5:-1], tool)].append((steal_of(by_tool[tool]), out["iops"]))
     out = []
     for rows in groups.values():
         if len(rows) >= 3:

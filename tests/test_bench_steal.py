@@ -18,7 +18,7 @@ def raw(clone, point, rep, rate, steal_share=None, steal_s=0.0, seconds=2.0):
     (as a share, or, as records made before it was recorded, as seconds only)."""
     path = clone / "data" / "runs" / "vm" / "journal" / "xfs" / point / f"rep{rep}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    phase = {"phase": "sequential_create", "measured": True, "seconds": seconds, "cores": 2,
+    phase = {"phase": "sequential_create", "tool": "worker", "measured": True, "seconds": seconds, "cores": 2,
              "cpu_s": {"steal": steal_s}}
     if steal_share is not None:
         phase["steal_share"] = steal_share
@@ -47,3 +47,18 @@ def test_a_point_of_fewer_than_three_runs_has_no_median_to_stray_from(tmp_path):
     raw(tmp_path, "meta", 1, 1000, steal_share=0.3)
     raw(tmp_path, "meta", 2, 500, steal_share=0.0)
     assert steal.deviations(tmp_path) == []
+
+
+def test_filecount_iops_are_matched_to_their_tools_phase(tmp_path):
+    for rep, (iops, share) in enumerate(((40e3, 0.0), (41e3, 0.01), (39e3, 0.02), (13e3, 0.42)), start=1):
+        path = tmp_path / "data" / "runs" / "vm" / "filecount" / "xfs" / "k01-direct" / f"rep{rep}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({
+            "study": "filecount", "seconds": {"measure": 1.5},
+            "result": {"tools": {"boatload-worker": {"iops": iops}}},
+            "interference": {"phases": [
+                {"phase": "prepare", "tool": "worker", "measured": False, "seconds": 0.04},
+                {"phase": "io", "tool": "worker", "measured": True, "seconds": 1.0, "steal_share": share}]}}))
+    devs = sorted(steal.deviations(tmp_path))
+    assert [round(s, 2) for s, _ in devs] == [0.0, 0.01, 0.02, 0.42]
+    assert devs[-1][1] == pytest.approx(13e3 / 39.5e3)

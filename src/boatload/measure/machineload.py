@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 import time
 
-from boatload.measure.disturbance import TICK_S
 from boatload.measure import procfs
+from boatload.measure.disturbance import TICK_S
 from boatload.measure.procfs import orchestrator_root, processes, reaped, subtree, used_ticks
 
 
