@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from boatload.measure.interference import DEFAULTS as INTERFERENCE_DEFAULTS
 from boatload.studies import config
+from boatload.workflow import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +35,9 @@ def test_shipped_configs_are_valid(name):
         (lambda c: c.update(interference={"wait_quiet_s": -1}), "interference.wait_quiet_s"),
         (lambda c: c.update(interference={"shield": "yes"}), "interference.shield"),
         (lambda c: c.update(interference={"before_s": 0.01}), "interference.before_s"),
+        (lambda c: c.update(interference={"max_steal": 0}), "interference.max_steal"),
+        (lambda c: c["studies"]["degradation"].update(interference={"max_steal": 2}),
+         "studies.degradation.interference.max_steal"),
         (lambda c: c["studies"]["forest"].update(scale_files=[1000, 1500]),
          "studies.forest.scale_files[1]: 1500 is not a multiple of 1000"),
         (lambda c: c["studies"]["forest"].update(scale_files=[0]),
@@ -92,3 +97,12 @@ def test_per_target_settings_reach_that_targets_jobs_only():
                                                        (128, 1024, 500, False, ("worker",))}
     degradation = {j["target"]["name"]: (j["extra_files"], j["memory_limit_mb"]) for j in study("degradation").jobs(data)}
     assert degradation["ext4-hdd"] == (2000, 64) and degradation["ext4"] == (50000, 128)
+
+
+def test_a_studys_interference_overrides_the_configs_field_by_field():
+    data = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+    data["interference"] = {"max_steal": 0.3, "redo": 1}
+    data["studies"]["degradation"]["interference"] = {"max_steal": 1.0}
+    config.validate(data)
+    assert plan.interference(data, "degradation") == {**INTERFERENCE_DEFAULTS, "max_steal": 1.0, "redo": 1}
+    assert plan.interference(data, "journal") == {**INTERFERENCE_DEFAULTS, "max_steal": 0.3, "redo": 1}

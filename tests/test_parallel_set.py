@@ -148,5 +148,5 @@ def test_the_signs_are_caught():
     assert not re.search(PAIRED_OFF, 'config["interference"] = {"redo": 0}\n')
     # what the paired files get: nothing measured again, nothing shielded, and a setting the schema knows
     assert PAIRED_INTERFERENCE == {"redo": 0, "shield": False}
-    interference = schema()["properties"]["interference"]["properties"]
+    interference = schema()["$defs"]["interference"]["properties"]
     assert set(PAIRED_INTERFERENCE) <= set(interference)

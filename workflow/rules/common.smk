@@ -13,7 +13,6 @@ from boatload.workflow import cluster, plan
 from boatload.analysis import settle_record
 from boatload.base.errors import ConfigError
 from boatload.workflow.notebooks import notebook_arguments
-from boatload.measure.interference import DEFAULTS as INTERFERENCE_DEFAULTS
 from boatload.studies import registry
 from boatload.base.system import hostname
 
@@ -57,8 +56,6 @@ STUDIES = plan.studies(config)
 # Studies whose notebook exists: each brings a table, a summary and figures to the paper.
 ANALYSED = [name for name in STUDIES if os.path.exists(f"notebooks/{name}.ipynb")]
 
-# What counts as a disturbed timed phase; every job carries it, so a raw run says what it was held to.
-INTERFERENCE = {**INTERFERENCE_DEFAULTS, **config.get("interference", {})}
 # Every notebook's settings from the config: the verdict rule's (boatload.analysis.verdict.Rule's defaults
 # otherwise) and the figure files it writes (figure_formats: the SVGs are the rules' declared outputs).
 NOTEBOOK_PARAMS = " ".join(shlex.quote(a) for a in notebook_arguments(config))
@@ -77,7 +74,9 @@ PINNED = {"worker": WORKER, "lock": "uv.lock"}
 PLAN_ERRORS = []
 # The repetitions `boatload reproduce --settle` added belong to the plan from then on.
 RUN_LIST = plan.runs(config, PLAN_ERRORS, added=settle_record.added_reps(RUNS, config))
-JOBS = {run.key: {**run.job, "interference": INTERFERENCE} for run in RUN_LIST}
+# What counts as a disturbed timed phase (a study's own `interference:` over the config's); every job
+# carries it, so a raw run says what it was held to.
+JOBS = {run.key: {**run.job, "interference": plan.interference(config, run.study)} for run in RUN_LIST}
 
 
 def raw_run(name, target, point, rep, host=PRIMARY):

@@ -173,15 +173,17 @@ TAIL_COLUMNS = {"status": dtypes.String, "reason": dtypes.String, "worker_versio
 
 def settings_schema(description: str, required: list[str], **fields: dict) -> dict:
     """The JSON schema of a study's settings: `targets` (config target names,
-    required) and `repetitions` (overriding the top level) as every study has
-    them, then the study's own fields, each with its help and default."""
+    required), `repetitions` and `interference` (overriding the top level's, field
+    by field) as every study has them, then the study's own fields, each with its
+    help and default."""
     return {
         "description": description,
         "type": "object",
         "additionalProperties": False,
         "required": ["targets", *required],
         "properties": {"targets": {"$ref": "#/$defs/target_list"}, "repetitions": {"$ref": "#/$defs/repetitions"},
-                       "drop_caches": {"$ref": "#/$defs/drop_caches"}, **fields,
+                       "drop_caches": {"$ref": "#/$defs/drop_caches"},
+                       "interference": {"$ref": "#/$defs/interference"}, **fields,
                        "per_target": {
                            "description": "the study's own fields set again for one of its targets (a target name: "
                                           "{field: value}), e.g. a smaller working set on a modelled disk, "

@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass, field
 
 from boatload.base.errors import ConfigError
+from boatload.measure.interference import DEFAULTS as INTERFERENCE_DEFAULTS
 from boatload.studies import names, study
 from boatload.provision import capacity
 from boatload.provision.capacity import spec_of
@@ -173,3 +174,10 @@ def estimate_s(run: Run) -> float:
     elif spec.kind == "device":
         provision += (capacity.size_bytes(spec) or 0) / MiB / ESTIMATE_MKFS_MB_PER_S
     return provision + float(study(run.study).estimate_s(run.job))
+
+
+def interference(config: dict, study_name: str) -> dict:
+    """What counts as a disturbed timed phase for a study's runs: the defaults, the config's
+    `interference:`, then the study's own `interference:`, field by field."""
+    own = (config.get("studies", {}).get(study_name) or {}).get("interference") or {}
+    return {**INTERFERENCE_DEFAULTS, **(config.get("interference") or {}), **own}
