@@ -37,7 +37,8 @@ def steal_of(phase: dict) -> float:
 def _runs(clone: Path):
     for path in sorted(clone.glob("data/runs/*/*/*/*/rep*.json")):
         doc = json.loads(path.read_text())
-        phases = [p for p in (doc.get("interference") or {}).get("phases", []) if p.get("measured") and p["seconds"] > 0]
+        record = doc.get("interference") or {}
+        phases = [p for p in record.get("phases", []) if p.get("measured") and p["seconds"] > 0]
         if phases:
             yield path, doc, phases
 

@@ -6,9 +6,10 @@ nothing. Images live in the test's own tmp directory.
 
 The accuracy checks compare means without the slowest 2 % of requests (the
 SSD: the median request; a sequential read: the stream's rate), as
-boatload.measure.fiocheck says why, each the median of short turns (a slow
-second of the host takes one turn, not the check), and need a machine that
-is not overloaded throughout: on a loaded one every request comes back late."""
+boatload.measure.fiocheck says why, each the median of short turns that found
+the host in order (a bare stack's stream before and after each: a spell of the
+hypervisor's steal slows every request, whatever the model), and need a machine
+that is not overloaded throughout: on a loaded one every request comes back late."""
 
 import os
 import signal
@@ -55,8 +56,8 @@ BARE_STACK = {"kind": "ssd", "read_latency_us": 1, "read_mbps": 1e9, "write_late
 @contextmanager
 def bare_probe(tmp_path: Path, scratch: Path) -> Iterator[Callable[[], float]]:
     """A bare stack's stream rate in MB/s, 32 MiB in 128 KiB reads (a tenth of a second): how the
-    host is doing at the moment, for fiocheck.in_order_turns. A slow spell of the host (10-30 s)
-    took it from 230-450 MB/s to 60-170 here, and the modelled disk's stream with it."""
+    host is doing at the moment, for fiocheck.in_order_turns (bench/README.md "The host's slow
+    spells")."""
     with modelled_image(image(tmp_path, 64, "bare-probe"), 64, BARE_STACK, scratch=scratch, name="bare-probe",
                         calibrated=False) as bare:
         yield lambda: fiocheck.seq_read(bare.device, 64 * MiB, BARE_STACK, area=32 * MiB)["stream_mbps"]
@@ -132,7 +133,8 @@ def test_a_read_the_model_makes_cheaper_than_the_stack_costs_what_the_stack_cost
 INNER_RAID = {"preset": "raid-hdd", "disks": 2}
 
 
-@pytest.mark.parametrize("preset, length, zone", [("hdd-7200", 128 * 1024, "outer"), (INNER_RAID, 256 * 1024, "inner")],
+@pytest.mark.parametrize("preset, length, zone",
+                         [("hdd-7200", 128 * 1024, "outer"), (INNER_RAID, 256 * 1024, "inner")],
                          ids=["hdd-7200-outer", "raid-hdd-2-disks-inner"])
 def test_a_sequential_read_runs_at_the_zone_rate(tmp_path, scratch, preset, length, zone):
     """The stream's rate (bytes over the run's time), which is what the model promises: a reply the

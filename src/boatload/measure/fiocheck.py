@@ -8,7 +8,9 @@ reasons that are not the model's (another job's CPU burst). Where every
 request costs the same in the model (a sequential read; any read of the
 SSD, which has no seek), the median request is given too: a burst of
 another job's load moves it least. A disk's random reads have no such
-shortcut: their mean is what the model gives.
+shortcut: their mean is what the model gives. A sequential read's stream
+rate (bytes over the run's time) is given as well: what the model promises
+of a stream, whose drive reads ahead while the host is late.
 """
 
 from __future__ import annotations
@@ -103,11 +105,11 @@ def in_order_turns(measure: Callable[[], dict], probe: Callable[[], float], turn
                    limit_s: float = TURNS_LIMIT_S) -> dict:
     """`measure` run in turns, each between two `probe`s (a bare stack's stream rate), until `turns`
     (odd) of them found the host in order: both probes at least IN_ORDER of the best probe of the
-    check. The host this runs on has slow spells of 10-30 s in which a bare stack carries a fifth of
-    its usual rate and every modelled request comes back late, whatever the model: a turn in one
-    says nothing of the model. Returns the middle turn in order by `key`, with every in-order turn's
-    `key`, sorted, under "turns", and what was left out under "out_of_order" (key, probe); fewer than
-    `turns` in order within `limit_s` gives "short": True and the middle of those there were."""
+    check. In a spell of the hypervisor's steal every modelled request comes back late, whatever the
+    model (bench/README.md "The host's slow spells"): a turn in one says nothing of the model.
+    Returns the middle turn in order by `key`, with every in-order turn's `key`, sorted, under
+    "turns", and what was left out under "out_of_order" (key, probe); fewer than `turns` in order
+    within `limit_s` gives "short": True and the middle of those there were."""
     if turns % 2 == 0:
         raise ValueError(f"turns: {turns} has no middle turn; give an odd number")
     taken: list[tuple[dict, float]] = []
