@@ -24,6 +24,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from boatload.measure.disturbance import steal_share
+
 BANDS = ((0.0, 0.02), (0.02, 0.05), (0.05, 0.1), (0.1, 0.2), (0.2, 1.01))
 LIMITS = (0.1, 0.2, 0.3)
 
@@ -31,7 +33,7 @@ LIMITS = (0.1, 0.2, 0.3)
 def steal_of(phase: dict) -> float:
     if phase.get("steal_share") is not None:
         return phase["steal_share"]
-    return phase["cpu_s"].get("steal", 0.0) / (phase["seconds"] * phase["cores"])
+    return steal_share(phase["cpu_s"].get("steal", 0.0), phase["seconds"], cpus=phase["cores"])
 
 
 def _runs(clone: Path):

@@ -34,6 +34,12 @@ MIN_OTHERS_IO_MB = 1.0
 MIN_BEFORE_S = 0.2
 
 
+def steal_share(steal_s: float, seconds: float, cpus: int | None = None) -> float:
+    """The share of the machine's CPU time (`cpus`, every CPU by default) the hypervisor gave to
+    other guests: /proc/stat's steal seconds over `seconds`."""
+    return steal_s / (seconds * (cpus or os.cpu_count() or 1))
+
+
 def _io_mb(io: dict) -> float:
     return io["read"] + io["write"]
 

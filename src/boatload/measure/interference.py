@@ -235,7 +235,7 @@ class Monitor:
             "run_delay_s": round(waited, 6),
             "run_delay_share": round(waited / seconds, 5) if seconds > 0 else None,
             # the share of the machine's CPU time its hypervisor gave to others (/proc/stat's steal, every CPU)
-            "steal_share": round(dj["steal"] / (seconds * (os.cpu_count() or 1)), 4) if seconds > 0 else None,
+            "steal_share": round(disturbance.steal_share(dj["steal"], seconds), 4) if seconds > 0 else None,
             "threads": threads,
             "ran_s": round(ran, 6),  # the measured threads on a CPU, summed over threads
             "cores": cores,

@@ -9,7 +9,7 @@ import os
 import time
 
 from boatload.measure import procfs
-from boatload.measure.disturbance import TICK_S
+from boatload.measure.disturbance import TICK_S, steal_share
 from boatload.measure.procfs import orchestrator_root, processes, reaped, subtree, used_ticks
 
 
@@ -45,34 +45,35 @@ def line(found: list[dict], limit: float, seconds: float) -> str | None:
             "a run that waits for a CPU beside a load that stays is kept and marked constant, not measured again")
 
 
+def _sampled_until(sample, calm, limit_s: float):
+    """`sample()` again and again until `calm` of what it found, or `limit_s` has passed:
+    (the last sample, the seconds waited, whether it was calm)."""
+    started = time.monotonic()
+    while True:
+        found = sample()
+        waited = time.monotonic() - started
+        if calm(found) or waited >= limit_s:
+            return found, waited, calm(found)
+
+
 def wait_quiet(limit_s: float, max_other_cpu: float, window_s: float = 1.0) -> dict:
     """Sample in windows of `window_s` until other processes use at most
     `max_other_cpu` of a core, or `limit_s` has passed; what it found."""
-    started = time.monotonic()
-    while True:
-        found = busy(window_s)
-        total = sum(r["share"] for r in found)
-        waited = time.monotonic() - started
-        if total <= max_other_cpu or waited >= limit_s:
-            return {"waited_s": round(waited, 2), "quiet": total <= max_other_cpu,
-                    "other_cores": round(total, 3), "busiest": found[:3]}
+    found, waited, quiet = _sampled_until(lambda: busy(window_s),
+                                          lambda f: sum(r["share"] for r in f) <= max_other_cpu, limit_s)
+    return {"waited_s": round(waited, 2), "quiet": quiet, "other_cores": round(sum(r["share"] for r in found), 3),
+            "busiest": found[:3]}
 
 
-def steal_share(seconds: float) -> float:
-    """The share of the machine's CPU time (every CPU) the hypervisor gave to other guests over `seconds`."""
+def _steal_over(seconds: float) -> float:
+    """The steal share of the machine's CPU time over the next `seconds`."""
     a = procfs.cpu_jiffies()["steal"]
     time.sleep(seconds)
-    b = procfs.cpu_jiffies()["steal"]
-    return (b - a) * TICK_S / (seconds * (os.cpu_count() or 1))
+    return steal_share((procfs.cpu_jiffies()["steal"] - a) * TICK_S, seconds)
 
 
 def wait_steal(limit_s: float, max_steal: float, window_s: float = 1.0) -> dict:
     """Sample in windows of `window_s` until the steal share is at most `max_steal`, or
     `limit_s` has passed; what it found."""
-    started = time.monotonic()
-    while True:
-        share = steal_share(window_s)
-        waited = time.monotonic() - started
-        if share <= max_steal or waited >= limit_s:
-            return {"for": "steal", "waited_s": round(waited, 2), "calm": share <= max_steal,
-                    "steal_share": round(share, 4)}
+    share, waited, calm = _sampled_until(lambda: _steal_over(window_s), lambda f: f <= max_steal, limit_s)
+    return {"for": "steal", "waited_s": round(waited, 2), "calm": calm, "steal_share": round(share, 4)}
