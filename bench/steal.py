@@ -24,7 +24,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from boatload.measure.disturbance import steal_share
+from boatload.base.hostcpu import steal_share
 
 BANDS = ((0.0, 0.02), (0.02, 0.05), (0.05, 0.1), (0.1, 0.2), (0.2, 1.01))
 LIMITS = (0.1, 0.2, 0.3)

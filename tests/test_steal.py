@@ -1,13 +1,16 @@
 """The hypervisor's steal as a disturbance (boatload.measure.disturbance): a phase in which the
 machine's CPU went to other guests beyond `max_steal` is disturbed, always passing, said in one
-line; the wait for it to pass reads /proc/stat's steal; the tidy table keeps each run's worst."""
+line; the wait for it to pass reads /proc/stat's steal; the tidy table keeps each run's worst; the
+stack's calibration waits for it to pass and is measured again after a spell."""
 
 import pytest
 
 from boatload.analysis.tidy import run_columns
-from boatload.measure import disturbance, machineload, procfs
+from boatload.base import hostcpu
+from boatload.measure import disturbance
+from boatload.provision.devmodel import calibrate
 from boatload.measure.interference import DEFAULTS
-from boatload.measure.machineload import wait_steal  # its /proc/stat, clock and sleep replaced below
+from boatload.base.hostcpu import wait_steal  # its /proc/stat, clock and sleep replaced below
 
 QUIET_DISK = {"others_io_mb": {"read": 0.0, "write": 0.0}, "disk": {}}
 
@@ -48,10 +51,10 @@ def test_steal_is_passing_even_when_other_load_was_there_before():
 def test_the_wait_for_steal_reads_proc_stat_and_stops_when_it_falls(monkeypatch):
     # 2 CPUs, 100 ticks a second: 60 ticks of steal in the first 1-s window (30 %), then 4 (2 %)
     ticks = iter([0, 60, 60, 64])
-    monkeypatch.setattr(procfs, "cpu_jiffies", lambda: {"steal": next(ticks)})
-    monkeypatch.setattr(machineload, "TICK_S", 0.01)
-    monkeypatch.setattr(machineload.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(machineload.time, "sleep", lambda s: None)
+    monkeypatch.setattr(hostcpu, "cpu_jiffies", lambda: {"steal": next(ticks)})
+    monkeypatch.setattr(hostcpu, "TICK_S", 0.01)
+    monkeypatch.setattr(hostcpu.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(hostcpu.time, "sleep", lambda s: None)
     found = wait_steal(30, 0.2)
     assert found["calm"] and found["steal_share"] == pytest.approx(0.02) and found["for"] == "steal"
 
@@ -59,11 +62,11 @@ def test_the_wait_for_steal_reads_proc_stat_and_stops_when_it_falls(monkeypatch)
 def test_the_wait_for_steal_gives_up_at_its_limit(monkeypatch):
     steal = iter(range(0, 10_000, 60))  # 30 % in every window
     clock = iter(range(0, 100, 5))
-    monkeypatch.setattr(procfs, "cpu_jiffies", lambda: {"steal": next(steal)})
-    monkeypatch.setattr(machineload, "TICK_S", 0.01)
-    monkeypatch.setattr(machineload.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(machineload.time, "sleep", lambda s: None)
-    monkeypatch.setattr(machineload.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(hostcpu, "cpu_jiffies", lambda: {"steal": next(steal)})
+    monkeypatch.setattr(hostcpu, "TICK_S", 0.01)
+    monkeypatch.setattr(hostcpu.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(hostcpu.time, "sleep", lambda s: None)
+    monkeypatch.setattr(hostcpu.time, "monotonic", lambda: next(clock))
     found = wait_steal(20, 0.2)
     assert not found["calm"] and found["waited_s"] >= 20 and found["steal_share"] == pytest.approx(0.3)
 
@@ -74,3 +77,53 @@ def test_the_tidy_table_keeps_the_worst_steal_of_a_run():
                "cache": {"state": "cold"}} for name, share in (("a", 0.05), ("b", 0.31))]
     doc = {"interference": {"phases": phases, "redone": [], "disturbed": False, "disturbance": None}}
     assert run_columns(doc)["steal_max"] == pytest.approx(0.31)
+
+
+def test_a_steal_window_reads_the_share_of_its_own_seconds(monkeypatch):
+    # 2 CPUs, 100 ticks a second: 50 ticks of steal over 0.5 s is half the machine's CPU time
+    ticks, clock = iter([1000, 1050]), iter([10.0, 10.5])
+    monkeypatch.setattr(hostcpu, "cpu_jiffies", lambda: {"steal": next(ticks)})
+    monkeypatch.setattr(hostcpu, "TICK_S", 0.01)
+    monkeypatch.setattr(hostcpu.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(hostcpu.time, "monotonic", lambda: next(clock))
+    with hostcpu.StealWindow() as window:
+        pass
+    assert window.share() == pytest.approx(0.5)
+
+
+class ScriptedWindow:
+    """A steal window that saw the next of `shares`."""
+
+    def __init__(self, shares):
+        self.shares = iter(shares)
+
+    def __call__(self):
+        return self
+
+    def __enter__(self):
+        self.seen = next(self.shares)
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def share(self):
+        return self.seen
+
+
+@pytest.mark.parametrize("shares, attempts, kept", [
+    ([0.05], 1, 0.05),  # calm: measured once
+    ([0.35, 0.1], 2, 0.1),  # a spell while measuring: measured again after the wait
+    ([0.4, 0.3, 0.5], 3, 0.5),  # a spell that stays: the last of ATTEMPTS kept, with the steal it saw
+])
+def test_the_calibration_waits_for_the_steal_and_is_measured_again_after_a_spell(monkeypatch, shares, attempts,
+                                                                                  kept):
+    waits, measured = [], []
+    monkeypatch.setattr(calibrate, "wait_steal", lambda limit_s, max_steal, window_s: waits.append(max_steal))
+    monkeypatch.setattr(calibrate, "StealWindow", ScriptedWindow(shares))
+    monkeypatch.setattr(calibrate, "_measured_once",
+                        lambda device: measured.append(device) or calibrate.StackCost(100.0 + len(measured), 250, 900))
+    cost = calibrate.measure("/dev/loopX")
+    assert calibrate.ATTEMPTS == 3 and len(measured) == attempts and waits == [hostcpu.MAX_STEAL] * attempts
+    assert cost.stack_us == 100.0 + attempts and cost.steal_share == kept
+    assert calibrate.stated(cost)["steal_share"] == kept and "steal_share" not in cost.params()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from targetlib import IS_ROOT, leftovers, mounts_under, processes_naming, scratch  # noqa: F401 - a fixture
+from targetlib import IS_ROOT, SSD_ABOVE_FLOOR, leftovers, mounts_under, processes_naming, scratch  # noqa: F401 - a fixture
 
 from boatload.provision.devmodel.phasecounts import live_counts
 from boatload.provision.ledger import pid_alive
@@ -34,7 +34,8 @@ TARGETS = {
     "hdd": {"kind": "loop", "fs": "xfs", "size_mb": 1024, "model": "hdd-7200"},
     "raid": {"kind": "loop", "fs": "xfs", "size_mb": 512, "model": "raid-hdd",
              "log": {"size_mb": 64, "model": "ssd-2008"}},
-    "ssd": {"kind": "loop", "fs": "ext4", "size_mb": 256, "model": "ssd-2008"},
+    # a quick device clear of the stack's floor (targetlib), as these tests are about up, down and cleanup
+    "ssd": {"kind": "loop", "fs": "ext4", "size_mb": 256, "model": SSD_ABOVE_FLOOR},
 }
 
 

@@ -22,22 +22,14 @@ and the run waits for it to go before measuring again (boatload.measure.runner).
 
 from __future__ import annotations
 
-import os
+from boatload.base.hostcpu import TICK_S
 
-# Per-process CPU times come in clock ticks: below this much CPU, other
-# processes were not there at all (a few idle daemons add up to a tick or two).
-TICK_S = 1.0 / os.sysconf("SC_CLK_TCK")
+# Below this much CPU, other processes were not there at all (a few idle daemons add up to a tick or two).
 RESOLUTION_S = 3 * TICK_S
 # Others' I/O below this is a log line or a metadata write, whatever its share.
 MIN_OTHERS_IO_MB = 1.0
 # A window before the phase shorter than this cannot tell a load that stays.
 MIN_BEFORE_S = 0.2
-
-
-def steal_share(steal_s: float, seconds: float, cpus: int | None = None) -> float:
-    """The share of the machine's CPU time (`cpus`, every CPU by default) the hypervisor gave to
-    other guests: /proc/stat's steal seconds over `seconds`."""
-    return steal_s / (seconds * (cpus or os.cpu_count() or 1))
 
 
 def _io_mb(io: dict) -> float:

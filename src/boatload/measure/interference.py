@@ -35,10 +35,10 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from boatload.base.hostcpu import MAX_STEAL, STEAL_WAIT_S, TICK_S, cpu_jiffies, steal_share
 from boatload.measure import disturbance
-from boatload.measure.disturbance import TICK_S
 from boatload.measure.procfs import (
-    MB, Proc, cpu_jiffies, disk_sectors, meminfo_mb, orchestrator_root, pressure_us, processes, reaped, run_queue,
+    MB, Proc, disk_sectors, meminfo_mb, orchestrator_root, pressure_us, processes, reaped, run_queue,
     self_cpu_ticks, subtree, used_ticks,
 )
 from boatload.measure.schedstat import run_delays, waited_s
@@ -49,7 +49,7 @@ SECTOR = 512
 # four a second keep the monitor near 0.1 % of a core. Pressure stall
 # totals (/proc/pressure) cover what falls between samples. The meaning of
 # each: workflow/schemas/config.schema.yaml, `interference`.
-DEFAULTS = {"max_run_delay": 0.05, "max_others_io": 0.10, "max_other_cpu": 0.05, "max_steal": 0.2, "steal_wait_s": 30.0,
+DEFAULTS = {"max_run_delay": 0.05, "max_others_io": 0.10, "max_other_cpu": 0.05, "max_steal": MAX_STEAL, "steal_wait_s": STEAL_WAIT_S,
             "redo": 2,
             "run_queue_sample_s": 0.25, "before_s": 0.3, "wait_quiet_s": 0, "shield": True,
             "preflight_sample_s": 3.0}
@@ -235,7 +235,7 @@ class Monitor:
             "run_delay_s": round(waited, 6),
             "run_delay_share": round(waited / seconds, 5) if seconds > 0 else None,
             # the share of the machine's CPU time its hypervisor gave to others (/proc/stat's steal, every CPU)
-            "steal_share": round(disturbance.steal_share(dj["steal"], seconds), 4) if seconds > 0 else None,
+            "steal_share": round(steal_share(dj["steal"], seconds), 4) if seconds > 0 else None,
             "threads": threads,
             "ran_s": round(ran, 6),  # the measured threads on a CPU, summed over threads
             "cores": cores,

@@ -1,15 +1,14 @@
 """How busy the machine is with processes that are not ours, sampled over a
-few seconds: the preflight's one line, the wait for a quiet machine
-that `interference.wait_quiet_s` asks of each run, and the wait for the
-hypervisor's steal to pass before a run it disturbed is measured again."""
+few seconds: the preflight's one line and the wait for a quiet machine
+that `interference.wait_quiet_s` asks of each run (the wait for the
+hypervisor's steal to pass: boatload.base.hostcpu)."""
 
 from __future__ import annotations
 
 import os
 import time
 
-from boatload.measure import procfs
-from boatload.measure.disturbance import TICK_S, steal_share
+from boatload.base.hostcpu import TICK_S, sampled_until
 from boatload.measure.procfs import orchestrator_root, processes, reaped, subtree, used_ticks
 
 
@@ -45,35 +44,10 @@ def line(found: list[dict], limit: float, seconds: float) -> str | None:
             "a run that waits for a CPU beside a load that stays is kept and marked constant, not measured again")
 
 
-def _sampled_until(sample, calm, limit_s: float):
-    """`sample()` again and again until `calm` of what it found, or `limit_s` has passed:
-    (the last sample, the seconds waited, whether it was calm)."""
-    started = time.monotonic()
-    while True:
-        found = sample()
-        waited = time.monotonic() - started
-        if calm(found) or waited >= limit_s:
-            return found, waited, calm(found)
-
-
 def wait_quiet(limit_s: float, max_other_cpu: float, window_s: float = 1.0) -> dict:
     """Sample in windows of `window_s` until other processes use at most
     `max_other_cpu` of a core, or `limit_s` has passed; what it found."""
-    found, waited, quiet = _sampled_until(lambda: busy(window_s),
-                                          lambda f: sum(r["share"] for r in f) <= max_other_cpu, limit_s)
+    found, waited, quiet = sampled_until(lambda: busy(window_s),
+                                         lambda f: sum(r["share"] for r in f) <= max_other_cpu, limit_s)
     return {"waited_s": round(waited, 2), "quiet": quiet, "other_cores": round(sum(r["share"] for r in found), 3),
             "busiest": found[:3]}
-
-
-def _steal_over(seconds: float) -> float:
-    """The steal share of the machine's CPU time over the next `seconds`."""
-    a = procfs.cpu_jiffies()["steal"]
-    time.sleep(seconds)
-    return steal_share((procfs.cpu_jiffies()["steal"] - a) * TICK_S, seconds)
-
-
-def wait_steal(limit_s: float, max_steal: float, window_s: float = 1.0) -> dict:
-    """Sample in windows of `window_s` until the steal share is at most `max_steal`, or
-    `limit_s` has passed; what it found."""
-    share, waited, calm = _sampled_until(lambda: _steal_over(window_s), lambda f: f <= max_steal, limit_s)
-    return {"for": "steal", "waited_s": round(waited, 2), "calm": calm, "steal_share": round(share, 4)}

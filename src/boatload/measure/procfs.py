@@ -1,5 +1,5 @@
 """What /proc says about the machine now: every process (its CPU, I/O,
-session, parent), the machine's CPU time by state, block-device sectors,
+session, parent), block-device sectors,
 pressure stall totals, dirty memory, the run queue, and which process is the
 run's orchestrator. Read by boatload.measure.interference around each timed phase and
 by boatload.measure.machineload before a run."""
@@ -65,13 +65,6 @@ def processes(with_io: bool = True) -> dict[int, Proc]:
 def self_cpu_ticks() -> int:
     f = _read("/proc/self/stat").rsplit(")", 1)[1].split()
     return int(f[11]) + int(f[12])
-
-
-def cpu_jiffies() -> dict[str, int]:
-    """The machine's CPU time by state from the `cpu` line of /proc/stat."""
-    names = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
-    line = _read("/proc/stat").split("\n", 1)[0].split()
-    return dict(zip(names, map(int, line[1:9])))
 
 
 def disk_sectors(names: list[str]) -> dict[str, tuple[int, int]]:

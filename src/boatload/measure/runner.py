@@ -26,7 +26,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 from boatload.measure import disturbance, interference, machineload, procfs
-from boatload.base import system
+from boatload.base import hostcpu, system
 from boatload.provision.shield import shielded
 from boatload.base.paths import scratch_dir
 from boatload.base.signals import signals_as_exceptions
@@ -159,7 +159,7 @@ def run_job(study: str, job: dict, measure: Measure, *, fallback_without_root: b
             print(f"boatload: {name}: disturbed, {why}; measuring again on a fresh target "
                   f"({n + 1} of {opts['redo'] + 1})", file=sys.stderr)
             if any("steal" in r["disturbed_by"] for r in attempt["records"] if r["disturbed"]):
-                waits.append(machineload.wait_steal(opts["steal_wait_s"], opts["max_steal"]))
+                waits.append(hostcpu.wait_steal(opts["steal_wait_s"], opts["max_steal"]))
     if kind == "constant":
         print(f"boatload: {name}: disturbed by a constant load, kept without measuring again: {why}", file=sys.stderr)
     spec = attempt["spec"]
