@@ -86,29 +86,18 @@ def test_a_steal_window_reads_the_share_of_its_own_seconds(monkeypatch):
     monkeypatch.setattr(hostcpu, "TICK_S", 0.01)
     monkeypatch.setattr(hostcpu.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(hostcpu.time, "monotonic", lambda: next(clock))
-    with hostcpu.StealWindow() as window:
-        pass
-    assert window.share() == pytest.approx(0.5)
+    assert hostcpu.StealWindow().share() == pytest.approx(0.5)
 
 
-class ScriptedWindow:
-    """A steal window that saw the next of `shares`."""
+class ScriptedWindows:
+    """Steal windows, each made seeing the next of `shares`."""
 
     def __init__(self, shares):
         self.shares = iter(shares)
 
     def __call__(self):
-        return self
-
-    def __enter__(self):
-        self.seen = next(self.shares)
-        return self
-
-    def __exit__(self, *exc):
-        return None
-
-    def share(self):
-        return self.seen
+        seen = next(self.shares)
+        return type("Window", (), {"share": lambda _: seen})()
 
 
 @pytest.mark.parametrize("shares, attempts, kept", [
@@ -120,7 +109,7 @@ def test_the_calibration_waits_for_the_steal_and_is_measured_again_after_a_spell
                                                                                   kept):
     waits, measured = [], []
     monkeypatch.setattr(calibrate, "wait_steal", lambda limit_s, max_steal, window_s: waits.append(max_steal))
-    monkeypatch.setattr(calibrate, "StealWindow", ScriptedWindow(shares))
+    monkeypatch.setattr(calibrate, "StealWindow", ScriptedWindows(shares))
     monkeypatch.setattr(calibrate, "_measured_once",
                         lambda device: measured.append(device) or calibrate.StackCost(100.0 + len(measured), 250, 900))
     cost = calibrate.measure("/dev/loopX")

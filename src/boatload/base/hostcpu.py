@@ -38,14 +38,10 @@ def steal_share(steal_s: float, seconds: float, cpus: int | None = None) -> floa
 
 
 class StealWindow:
-    """The steal share from its start to `share()`: `with StealWindow() as w: ...; w.share()`."""
+    """The steal share of the machine's CPU time from its making to each `share()`."""
 
-    def __enter__(self) -> StealWindow:
+    def __init__(self) -> None:
         self._t0, self._s0 = time.monotonic(), cpu_jiffies()["steal"]
-        return self
-
-    def __exit__(self, *exc) -> None:
-        return None
 
     def share(self) -> float:
         seconds = max(time.monotonic() - self._t0, TICK_S)

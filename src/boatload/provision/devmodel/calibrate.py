@@ -82,10 +82,10 @@ def measure(device: str, max_steal: float = MAX_STEAL) -> StackCost:
     """Measure on an attached calibration device (CALIBRATION_MODEL) once the steal is at most
     `max_steal`, again if it rose above that while measuring (the last of ATTEMPTS is kept)."""
     for _ in range(ATTEMPTS):
-        wait_steal(STEAL_WAIT_S, max_steal, window_s=0.5)
-        with StealWindow() as window:
-            cost = _measured_once(device)
-            steal = window.share()
+        wait_steal(STEAL_WAIT_S, max_steal, window_s=0.25)
+        window = StealWindow()
+        cost = _measured_once(device)
+        steal = window.share()
         if steal <= max_steal:
             break
     return replace(cost, steal_share=steal)
@@ -140,7 +140,8 @@ def _recorded(path: Path, now_conditions: dict, max_age_s: float) -> StackCost |
         if doc["conditions"] != now_conditions or not 0 <= time.time() - doc["measured_at"] <= max_age_s:
             return None
         return StackCost(doc["stack_us"], doc["overhead_us"], doc["overhead_us_per_mib"],
-                         steal_share=doc.get("steal_share", 0.0), measured_at=doc["measured_at"], measured_by_pid=doc["measured_by_pid"], reused=True)
+                         steal_share=doc.get("steal_share", 0.0), measured_at=doc["measured_at"],
+                         measured_by_pid=doc["measured_by_pid"], reused=True)
     except (OSError, ValueError, KeyError, TypeError):
         return None  # none yet, or unreadable: measure
 
