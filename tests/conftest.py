@@ -1,3 +1,4 @@
+import functools
 import os
 import shutil
 import subprocess
@@ -9,6 +10,9 @@ import pytest
 from workerlib import SHM
 
 ROOT = Path(__file__).resolve().parents[1]
+#: BOATLOAD_FULL=1: every slow test (pytest's `slow` mark) at its full count, and both SLOW_HALVES. Without it
+#: (`make test`, CI) each runs a reduced form or a smaller count, and of SLOW_HALVES the half the commit picks.
+FULL = os.environ.get("BOATLOAD_FULL") == "1"
 WORKER = ROOT / "native" / "build" / "boatload-worker"
 # `make test` runs the PARALLEL_FILES and the PAIRED_FILES on three workers (`pytest -m "parallel or paired"
 # -n 3 --dist loadgroup`, the longest groups first: LONGEST_FIRST), then the ALONE_FILES one test at a time
@@ -113,7 +117,7 @@ SHARED_GROUPS = {
     "test_memlimit.py": "swap", "test_device_guard.py": "swap", "test_kill_storm.py": "swap",
     "test_fresh_machine.py": "swap",  # (and two of test_reproduce's: SHARED_TESTS)
     # BOATLOAD_FULL=1: the fleet and the sixth study also measure all of ci.yaml, the tmpfs study included
-    **({"test_slurm.py": "swap", "test_add_study.py": "swap"} if os.environ.get("BOATLOAD_FULL") == "1" else {}),
+    **({"test_slurm.py": "swap", "test_add_study.py": "swap"} if FULL else {}),
 }
 
 
@@ -138,12 +142,62 @@ def group_of(name: str) -> str:
     """The xdist group of a parallel or paired file's tests: its shared group, else the file itself, so that its
     module-scoped fixtures (a notebook or the paper run once for the file) are made on one worker, once."""
     return SHARED_GROUPS.get(name, name)
+
+
+# The slowest whole checks, in two halves of about the same time (their seconds in a CI run: bench/README.md
+# "CI nearer 15 minutes: the slowest checks in two halves"). Without BOATLOAD_FULL=1 a session runs one half:
+# the one the checked-out commit picks (its hash, mod 2), so that every other commit runs each;
+# BOATLOAD_SLOW_HALF=0 or 1 picks one. What each checks whole, smaller tests that always run check piece by
+# piece (a signal at each step, a node's record, bootstrap's list of tools, the SSD's reads); keys are
+# "file::test" or "file::test[param]".
+SLOW_HALVES = {
+    "test_fresh_machine.py::test_make_reproduce_on_a_fresh_debian_machine": 0,
+    "test_reproduce.py::test_sigkill_mid_measurement_then_clean_mounts_then_reproduce_completes": 0,
+    "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[raid-hdd]": 0,
+    "test_devmodel_stack.py::test_a_sequential_read_runs_at_the_zone_rate[hdd-7200-outer]": 0,
+    "test_kill_storm.py::test_kill_storm_leaves_nothing_and_the_next_run_completes": 1,
+    "test_slurm.py::test_a_node_dies_mid_run_is_marked_comes_back_and_the_fleet_completes": 1,
+    "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[hdd-7200]": 1,
+    "test_devmodel_stack.py::test_a_sequential_read_runs_at_the_zone_rate[raid-hdd-2-disks-inner]": 1,
+}
+
+
+@functools.cache
+def slow_half() -> int | None:
+    """The half of SLOW_HALVES this session runs: None (both) with BOATLOAD_FULL=1, else BOATLOAD_SLOW_HALF's,
+    else the checked-out commit's (its hash mod 2; 0 outside a git checkout)."""
+    if FULL:
+        return None
+    if os.environ.get("BOATLOAD_SLOW_HALF") in ("0", "1"):
+        return int(os.environ["BOATLOAD_SLOW_HALF"])
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return int(head.stdout.strip(), 16) % 2 if head.returncode == 0 and head.stdout.strip() else 0
+
+
+def half_of(item) -> int | None:
+    """The SLOW_HALVES half of a collected test, by its name with or without its parameters."""
+    name = item.path.name
+    return SLOW_HALVES.get(f"{name}::{item.name}", SLOW_HALVES.get(f"{name}::{item.originalname}"))
+
+
+def pytest_report_header(config):
+    half = slow_half()
+    return ("slow tests: all at their full count (BOATLOAD_FULL=1)" if half is None else
+            f"slow tests: reduced counts, and half {half} of tests/conftest.py's SLOW_HALVES "
+            f"(half {1 - half} on the next commit that picks it; BOATLOAD_FULL=1 runs both)")
+
+
 # What a workflow run needs from the clone; everything else it makes itself.
 WORKFLOW_FILES = ["Snakefile", "profiles", "workflow", "config", "notebooks", "paper", "data/reference",
                   "data/devmodels.yaml", "uv.lock", "pyproject.toml"]
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
+    half = slow_half()
+    other = [item for item in items if half is not None and half_of(item) not in (None, half)]
+    if other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = [item for item in items if half_of(item) in (None, half)]
     for item in items:
         name = item.path.name
         if name in ALONE_FILES:

@@ -21,11 +21,10 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import PAIRED_INTERFERENCE, ROOT, ours_left
+from conftest import FULL, PAIRED_INTERFERENCE, ROOT, ours_left
 from notebook_checks import pdf_text
 
 pytestmark = pytest.mark.e2e
-FULL = os.environ.get("BOATLOAD_FULL") == "1"
 
 TOY_MODULE = '''
 """Toy: how fast does the worker make a small tree of empty files?"""

@@ -28,10 +28,9 @@ from pathlib import Path
 import pytest
 
 from boatload.provision.ledger import Ledger
-from conftest import PAIRED_INTERFERENCE, ROOT
+from conftest import FULL, PAIRED_INTERFERENCE, ROOT
 
 SCRIPT = ROOT / "scripts" / "fresh-machine.sh"
-FULL = os.environ.get("BOATLOAD_FULL") == "1"
 # CI: the study that needs loop images, a memory cgroup and a swap file (the
 # workflow of all five is the e2e test's); BOATLOAD_FULL=1: all of config/ci.yaml.
 STUDIES = ("degradation", "journal", "forest", "filecount", "tmpfs") if FULL else ("tmpfs",)

@@ -14,11 +14,10 @@ import sys
 import pytest
 import yaml
 
-from conftest import PAIRED_INTERFERENCE, ROOT
+from conftest import FULL, PAIRED_INTERFERENCE, ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.e2e,
               pytest.mark.skipif(os.geteuid() != 0, reason="the runs mount file systems: needs root")]
-FULL = os.environ.get("BOATLOAD_FULL") == "1"
 
 
 def test_kill_storm_leaves_nothing_and_the_next_run_completes(tmp_path):

@@ -9,14 +9,17 @@ SHARED_GROUPS.)"""
 from __future__ import annotations
 
 import ast
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import (
-    ALONE_FILES, LONGEST_FIRST, PAIRED_FILES, PAIRED_INTERFERENCE, PARALLEL_FILES, SHARED_GROUPS, SHARED_TESTS,
-    group_of, scope_of,
+    ALONE_FILES, LONGEST_FIRST, PAIRED_FILES, PAIRED_INTERFERENCE, PARALLEL_FILES, ROOT, SHARED_GROUPS, SHARED_TESTS,
+    SLOW_HALVES, group_of, scope_of,
 )
 from boatload.studies.config import schema
 
@@ -150,3 +153,35 @@ def test_the_signs_are_caught():
     assert PAIRED_INTERFERENCE == {"redo": 0, "shield": False}
     interference = schema()["$defs"]["interference"]["properties"]
     assert set(PAIRED_INTERFERENCE) <= set(interference)
+
+
+def test_each_slow_half_names_tests_that_exist_and_both_halves_have_some():
+    assert set(SLOW_HALVES.values()) == {0, 1}
+    for key in SLOW_HALVES:
+        name, _, test = key.partition("::")
+        function, _, param = test.partition("[")
+        source = (TESTS / name).read_text()
+        assert re.search(rf"^def {function}\(", source, re.M), f"{key}: no such test"
+        assert not param or f'"{param.rstrip("]")}"' in source, f"{key}: no such parameter id"
+
+
+def collected(env: dict[str, str]) -> tuple[set[str], str]:
+    """The tests of test_devmodel_stack.py a session with `env` runs (`--collect-only`), and its header."""
+    run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly",
+                          "-o", "addopts=", str(TESTS / "test_devmodel_stack.py")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("BOATLOAD_")} | env)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return {line.split("::", 1)[1] for line in run.stdout.splitlines() if "::" in line}, run.stdout
+
+
+def test_a_session_runs_one_slow_half_and_boatload_full_both():
+    """Real collections of one file with halves in both: the half picked runs, the other is deselected
+    (said in the count), the tests in no half run always, and BOATLOAD_FULL=1 runs all of them."""
+    halves = {k.split("::", 1)[1]: h for k, h in SLOW_HALVES.items() if k.startswith("test_devmodel_stack.py::")}
+    full, _ = collected({"BOATLOAD_FULL": "1"})
+    assert set(halves) <= full
+    for half in (0, 1):
+        got, out = collected({"BOATLOAD_SLOW_HALF": str(half)})
+        assert got == full - {t for t, h in halves.items() if h != half}, sorted(full ^ got)
+        assert f"{sum(h != half for h in halves.values())} deselected" in out, out[-400:]

@@ -22,11 +22,10 @@ import pytest
 import yaml
 
 from boatload.workflow import plan
-from conftest import ROOT, ours_left
+from conftest import FULL, ROOT, ours_left
 
 pytestmark = [pytest.mark.slow, pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="mounts, loop devices, cgroups and swap need root")]
-FULL = os.environ.get("BOATLOAD_FULL") == "1"
 # What a run starts: the tools, the worker (paging out in its memory limit)
 # and the Python that puts it into the cgroup.
 TOOLS = {"mkfs.ext3", "mkfs.ext4", "mke2fs", "losetup", "mount", "mkswap", "swapon", "swapoff", "umount",

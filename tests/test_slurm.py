@@ -24,12 +24,11 @@ import polars as pl
 import pytest
 import yaml
 
-from conftest import PAIRED_INTERFERENCE, ROOT
+from conftest import FULL, PAIRED_INTERFERENCE, ROOT
 from notebook_checks import pdf_text
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-FULL = os.environ.get("BOATLOAD_FULL") == "1"
 NODES = ["node1", "node2"]
 SCRIPT = ROOT / "scripts" / "slurm-cluster.sh"
 
