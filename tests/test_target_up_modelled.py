@@ -19,7 +19,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from targetlib import IS_ROOT, SSD_ABOVE_FLOOR, leftovers, mounts_under, processes_naming, scratch  # noqa: F401 - a fixture
+from targetlib import (  # noqa: F401 - scratch is a fixture
+    IS_ROOT, SSD_ABOVE_FLOOR, leftovers, mounts_under, processes_naming, scratch,
+)
 
 from boatload.provision.devmodel.phasecounts import live_counts
 from boatload.provision.ledger import pid_alive

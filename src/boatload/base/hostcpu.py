@@ -1,7 +1,7 @@
 """The machine's CPU time by state (/proc/stat's `cpu` line) and the hypervisor's
 steal in it: the CPU time the host gave this machine's CPUs to other guests. On
-this kind of machine steal comes in spells of 10-30 s in which everything runs
-slower (bench/README.md "Steal: the hypervisor's spells"), so what is measured
+this kind of machine steal comes in spells in which everything runs slower
+(bench/README.md "Steal: the hypervisor's spells"), so what is measured
 in one is measured again after it, or not until it has passed: a run's timed
 phases (boatload.measure.disturbance judges them, boatload.measure.runner
 waits) and the stack's calibration (boatload.provision.devmodel.calibrate)."""

@@ -49,8 +49,8 @@ SECTOR = 512
 # four a second keep the monitor near 0.1 % of a core. Pressure stall
 # totals (/proc/pressure) cover what falls between samples. The meaning of
 # each: workflow/schemas/config.schema.yaml, `interference`.
-DEFAULTS = {"max_run_delay": 0.05, "max_others_io": 0.10, "max_other_cpu": 0.05, "max_steal": MAX_STEAL, "steal_wait_s": STEAL_WAIT_S,
-            "redo": 2,
+DEFAULTS = {"max_run_delay": 0.05, "max_others_io": 0.10, "max_other_cpu": 0.05,
+            "max_steal": MAX_STEAL, "steal_wait_s": STEAL_WAIT_S, "redo": 2,
             "run_queue_sample_s": 0.25, "before_s": 0.3, "wait_quiet_s": 0, "shield": True,
             "preflight_sample_s": 3.0}
 
