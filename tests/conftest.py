@@ -197,7 +197,7 @@ def pytest_collection_modifyitems(config, items):
     other = [item for item in items if half is not None and half_of(item) not in (None, half)]
     if other:
         config.hook.pytest_deselected(items=other)
-        items[:] = [item for item in items if half_of(item) in (None, half)]
+        items[:] = [item for item in items if item not in other]
     for item in items:
         name = item.path.name
         if name in ALONE_FILES:

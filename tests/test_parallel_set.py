@@ -166,7 +166,7 @@ def test_each_slow_half_names_tests_that_exist_and_both_halves_have_some():
 
 
 def collected(env: dict[str, str]) -> tuple[set[str], str]:
-    """The tests of test_devmodel_stack.py a session with `env` runs (`--collect-only`), and its header."""
+    """The tests of test_devmodel_stack.py a session with `env` runs (`--collect-only`), and what it printed."""
     run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly",
                           "-o", "addopts=", str(TESTS / "test_devmodel_stack.py")],
                          cwd=ROOT, capture_output=True, text=True, timeout=120,

@@ -44,8 +44,8 @@ def paired_runs() -> list[int]:
 
 
 RULE = Rule()
-# simulated claims a case: CI's smaller count (about 70 s less of a worker's time), its allowance (below)
-# wider with it; BOATLOAD_FULL=1 (tests/conftest.py) the full count
+# simulated claims a case: CI's smaller count (its time: bench/README.md "CI nearer 15 minutes"), its
+# allowance (below) wider with it; BOATLOAD_FULL=1 (tests/conftest.py) the full count
 DRAWS = 4000 if FULL else 2000
 PAIRED_DRAWS = 2000 if FULL else 1000
 

@@ -44,8 +44,12 @@ class StealWindow:
         self._t0, self._s0 = time.monotonic(), cpu_jiffies()["steal"]
 
     def share(self) -> float:
-        seconds = max(time.monotonic() - self._t0, TICK_S)
-        return steal_share((cpu_jiffies()["steal"] - self._s0) * TICK_S, seconds)
+        return _share_since(self._s0, max(time.monotonic() - self._t0, TICK_S))
+
+
+def _share_since(steal_ticks: int, seconds: float) -> float:
+    """The steal share over the `seconds` since /proc/stat's steal stood at `steal_ticks`."""
+    return steal_share((cpu_jiffies()["steal"] - steal_ticks) * TICK_S, seconds)
 
 
 def sampled_until(sample: Callable[[], Found], calm: Callable[[Found], bool],
@@ -61,9 +65,9 @@ def sampled_until(sample: Callable[[], Found], calm: Callable[[Found], bool],
 
 
 def _steal_over(seconds: float) -> float:
-    a = cpu_jiffies()["steal"]
+    start = cpu_jiffies()["steal"]
     time.sleep(seconds)
-    return steal_share((cpu_jiffies()["steal"] - a) * TICK_S, seconds)
+    return _share_since(start, seconds)
 
 
 def wait_steal(limit_s: float, max_steal: float, window_s: float = 1.0) -> dict:

@@ -78,15 +78,15 @@ class StackCost:
 ATTEMPTS = 3
 
 
-def measure(device: str, max_steal: float = MAX_STEAL) -> StackCost:
+def measure(device: str) -> StackCost:
     """Measure on an attached calibration device (CALIBRATION_MODEL) once the steal is at most
-    `max_steal`, again if it rose above that while measuring (the last of ATTEMPTS is kept)."""
+    MAX_STEAL, again if it rose above that while measuring (the last of ATTEMPTS is kept)."""
     for _ in range(ATTEMPTS):
-        wait_steal(STEAL_WAIT_S, max_steal, window_s=0.25)
+        wait_steal(STEAL_WAIT_S, MAX_STEAL, window_s=0.25)
         window = StealWindow()
         cost = _measured_once(device)
         steal = window.share()
-        if steal <= max_steal:
+        if steal <= MAX_STEAL:
             break
     return replace(cost, steal_share=steal)
 
