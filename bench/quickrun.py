@@ -15,7 +15,14 @@ noisy host from one on a quiet host.
 From CLONE/results/tables/<study>-summary.json: the claims tested (those
 verdict.claims_tested keeps), decided (verdict.DECIDED), each
 word's count, the median width of the claims' intervals (high ÷ low) and the
-known answers the calibration study got right.
+known answers the calibration study got right. Then each claim left open (not the
+known answers'): its interval, the rule's line inside it nearest its estimate (an
+edge of the original's band, or an end of the margin of a claim of no difference:
+a verdict needs its interval clear of every such line, while it may keep 1) and
+how far the estimate lies from that line, against the interval's half-width (both
+in per cent on the log scale), and the runs per side the verdict estimated would
+settle it: what tells a claim left open by too few runs from one whose effect
+sits on a line of the rule.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import statistics
 import sys
 from collections import Counter, defaultdict
@@ -94,6 +102,44 @@ def verdicts(clone: Path) -> dict:
             "median_width": statistics.median(widths) if widths else None, "known": known}
 
 
+def rule_lines(entry: dict) -> list[float]:
+    """The lines an open claim's interval must clear to be decided: the band's edges (a claim of an
+    effect), the margin's two ends (a claim of no difference)."""
+    return list(entry.get("band") or entry.get("margin") or [])
+
+
+def open_claims(clone: Path) -> list[dict]:
+    """Each open claim's study, text, interval, the rule's line inside its interval nearest the estimate,
+    the estimate's distance to it and the interval's half-width (per cent, log scale), the runs per side
+    made and the runs to settle it."""
+    out = []
+    for path in sorted((clone / "results" / "tables").glob("*-summary.json")):
+        study = path.name.removesuffix("-summary.json")
+        if study == KNOWN:
+            continue
+        for v in claims_tested(json.loads(path.read_text()).get("verdicts") or []):
+            if v.get("verdict") in DECIDED or not (v.get("ours") and v.get("ours_low") and v.get("ours_high")):
+                continue
+            low, high, ours = v["ours_low"], v["ours_high"], v["ours"]
+            inside = [x for x in rule_lines(v) if low <= x <= high] or rule_lines(v) or [1.0]
+            line = min(inside, key=lambda x: abs(math.log(ours / x)))
+            out.append({"study": study, "claim": v["claim"], "hardware": v.get("hardware"), "ours": ours,
+                        "low": low, "high": high, "line": line,
+                        "distance_pct": 100 * abs(math.log(ours / line)),
+                        "half_width_pct": 100 * math.log(high / low) / 2,
+                        "runs": min(v.get("runs_per_side") or [0]), "runs_to_settle": v.get("runs_to_settle")})
+    return out
+
+
+def _open_row(c: dict) -> str:
+    settle = c["runs_to_settle"] if c["runs_to_settle"] is not None else "-"
+    where = f" ({c['hardware']})" if c.get("hardware") else ""
+    text = c["claim"] if len(c["claim"]) <= 72 else c["claim"][:71] + "…"
+    return (f"  {c['study']}: {text}{where}: {c['ours']:.3g} [{c['low']:.3g}, {c['high']:.3g}], "
+            f"{c['distance_pct']:.1f} % from the line {c['line']:.3g} (half-width {c['half_width_pct']:.1f} %), "
+            f"{c['runs']} runs a side, {settle} to settle")
+
+
 def _runs_row(name: str, row: Counter) -> str:
     """A study's (or all studies') runs, seconds a run, timed share, wall seconds, redone and kept."""
     return (f"{name:<12} {row['runs']:>5} {row['wall'] / row['runs']:>8.2f} {100 * row['timed'] / row['wall']:>5.0f}% "
@@ -121,6 +167,9 @@ def report(clone: Path) -> str:
         lines.append(f"median interval width (high / low): {claims['median_width']:.3f}")
     if claims["known"]:
         lines.append("known answers: " + ", ".join(f"{a} {n}" for a, n in sorted(claims["known"].items())))
+    if still_open := open_claims(clone):
+        lines.append("open (estimate's distance from the rule's line nearest it, the interval's half-width):")
+        lines.extend(_open_row(c) for c in still_open)
     return "\n".join(lines)
 
 
