@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from boatload.analysis.verdict import (VERDICTS, Rule, band, bound_text, claim, decide, decide_equivalence, no_difference,
-                              claims_tested, not_applicable, not_exercised)
+import numpy as np
+
+from boatload.analysis.intervals import RatioInterval, runs_to_exclude
+from boatload.analysis.verdict import (DECIDED, VERDICTS, Rule, band, bound_text, claim, decide, decide_equivalence,
+                              no_difference, claims_tested, not_applicable, not_exercised, runs_to_decide)
 
 RULE = Rule()
 
@@ -110,6 +113,42 @@ def test_runs_to_settle_are_more_than_the_runs_made():
     base = [100.0, 101.0, 99.0, 100.5]
     c = no_difference("the same", None, [108.0, 109.5, 107.0, 110.5], base, RULE)
     assert c["verdict"] == "inconclusive" and c["runs_to_settle"] > 4
+
+
+def _decided_share(original: float, true: float, log_sd: float, runs: int, draws: int = 300) -> float:
+    """The share of `draws` unpaired lognormal samples of `runs` a side (a true ratio `true`) whose
+    claim the rule decides."""
+    rng = np.random.default_rng(7)
+    decided = 0
+    for _ in range(draws):
+        ours = np.exp(rng.normal(np.log(true), log_sd, runs)) * 100.0
+        base = np.exp(rng.normal(0.0, log_sd, runs)) * 100.0
+        decided += claim("x", original, list(ours), list(base), RULE)["verdict"] in DECIDED
+    return decided / draws
+
+
+def test_runs_to_settle_a_claim_past_its_band_edge_clear_the_edge_not_1():
+    # a fall claimed at 0.893 (its band's near edge 0.945, half the effect) and ours at 0.93: past the
+    # edge, 7 % from 1, an interval across both (inconclusive). Clearing 1 alone leaves the size open; the runs
+    # to settle are those that clear the edge
+    r = RatioInterval(ratio=0.93, low=0.88, high=1.01, level=0.95, coverage=0.96, runs=(8, 8), log_sd=0.05)
+    needed = runs_to_decide(0.893, r, RULE.band_factor, RULE.level)
+    clear_1 = runs_to_exclude(0.93, 1.0, 0.05, RULE.level)
+    assert needed == runs_to_exclude(0.93, band(0.893, RULE.band_factor)[1], 0.05, RULE.level)
+    assert clear_1 <= 10 < 100 < needed
+    # what the figure says, measured: at the runs to settle most such claims are decided (about the
+    # calculation's power, 0.8), at the runs that clear 1 few are
+    assert _decided_share(0.893, 0.93, 0.05, needed) >= 0.65
+    assert _decided_share(0.893, 0.93, 0.05, clear_1) <= 0.25
+    # ours on the other side of 1: excluding 1 (contradicted) or the edge (not reproduced), the fewer
+    other = RatioInterval(ratio=1.05, low=0.9, high=1.2, level=0.95, coverage=0.96, runs=(4, 4), log_sd=0.1)
+    edge = band(0.893, RULE.band_factor)[1]
+    by_edge, by_1 = runs_to_exclude(1.05, edge, 0.1, RULE.level), runs_to_exclude(1.05, 1.0, 0.1, RULE.level)
+    assert 5 < by_edge < by_1 and runs_to_decide(0.893, other, RULE.band_factor, RULE.level) == by_edge
+    # between 1 and the edge, nearer 1: clearing the edge keeps 1 and decides ("not reproduced")
+    short = RatioInterval(ratio=0.99, low=0.93, high=1.05, level=0.95, coverage=0.96, runs=(8, 8), log_sd=0.05)
+    assert runs_to_decide(0.893, short, RULE.band_factor, RULE.level) == \
+        runs_to_exclude(0.99, band(0.893, RULE.band_factor)[1], 0.05, RULE.level)
 
 
 def test_claims_not_exercised_or_not_applicable_are_not_tested():

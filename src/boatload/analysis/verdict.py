@@ -233,14 +233,16 @@ def bound_text(entry: dict) -> str:
 
 def runs_to_decide(original_ratio: float, r: RatioInterval, band_factor: float, level: float) -> int | None:
     """Runs per side that would decide an open effect claim at the observed
-    ratio and spread: for an interval that contains 1, the fewer of those
-    that exclude 1 or the band's near edge; for a size left open, those that
-    put it clear of the band edge nearest the estimate. Never fewer than one
-    more than the runs made (those did not decide it)."""
+    ratio and spread: those that put its interval clear of the band edge
+    nearest the estimate (an interval that keeps 1 is then decided, "not
+    reproduced" or "smaller", while one clear of 1 alone, still across the
+    edge, only turns "size open"); for an estimate on the other side of 1,
+    the fewer of those that exclude 1 (contradicted) or the near edge. Never
+    fewer than one more than the runs made (those did not decide it)."""
     near, far = (math.exp(e) for e in band_edges(original_ratio, band_factor))
     if original_ratio < 1.0:
         near, far = 1.0 / near, 1.0 / far
-    if r.low <= 1.0 <= r.high:
+    if (r.ratio > 1.0) != (original_ratio > 1.0) and r.ratio != 1.0:
         edges = [1.0, near]
     else:
         edges = [min((near, far), key=lambda e: abs(math.log(r.ratio / e)))]
