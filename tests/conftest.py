@@ -1,15 +1,19 @@
 import functools
 import os
+import random
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
 from workerlib import SHM
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 #: BOATLOAD_FULL=1: every slow test (pytest's `slow` mark) at its full count, and both SLOW_HALVES. Without it
 #: (`make test`, CI) each runs a reduced form or a smaller count, and of SLOW_HALVES the half the commit picks.
 FULL = os.environ.get("BOATLOAD_FULL") == "1"
@@ -145,20 +149,72 @@ def group_of(name: str) -> str:
 
 
 # The slowest whole checks, in two halves of about the same time (their seconds in a CI run: bench/README.md
-# "CI nearer 15 minutes: the slowest checks in two halves"). Without BOATLOAD_FULL=1 a session runs one half:
-# the one the checked-out commit picks (its hash, mod 2), so that every other commit runs each;
-# BOATLOAD_SLOW_HALF=0 or 1 picks one. What each checks whole, smaller tests that always run check piece by
-# piece (a signal at each step, a node's record, bootstrap's list of tools, the SSD's reads); keys are
-# "file::test" or "file::test[param]".
+# "CI nearer 15 minutes: the slowest checks in two halves"; those added since, in their commit's message and
+# beside them). Without BOATLOAD_FULL=1 a session runs one half: the one the checked-out commit
+# picks (its hash, mod 2), so that every other commit runs each; BOATLOAD_SLOW_HALF=0 or 1 picks one. What
+# each checks whole, smaller tests that always run check piece by piece (a signal at each step, a node's
+# record, bootstrap's list of tools, the SSD's reads), or the other half checks another way (the e2e's
+# studies on config/ci.yaml in half 0, each study's own ci run in half 1; settle's looks in half 1, the
+# budget's in half 0); keys are "file::test" or "file::test[param]".
 SLOW_HALVES = {
+    # the shared session (seconds of one test, its setup included, on this 2-core VM, 7 Dec 2026)
     "test_fresh_machine.py::test_make_reproduce_on_a_fresh_debian_machine": 0,
     "test_reproduce.py::test_sigkill_mid_measurement_then_clean_mounts_then_reproduce_completes": 0,
+    "test_budget.py::test_a_spent_budget_chooses_no_points_finishes_the_paper_and_a_second_run_does_nothing": 0,  # 26
+    "test_add_study.py::test_a_sixth_study_is_four_files_and_a_config_line": 0,  # 20
+    "test_config_mutations.py::test_mutations_that_pass_dry_run_in_snakemake": 0,  # 20
+    "test_jupyter_server.py::test_make_lab_serves_the_notebooks_and_runs_one_in_its_kernel": 0,  # 15
+    "test_kill_storm.py::test_kill_storm_leaves_nothing_and_the_next_run_completes": 1,  # 101
+    "test_slurm.py::test_a_node_dies_mid_run_is_marked_comes_back_and_the_fleet_completes": 1,  # 122
+    "test_settle.py::test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_runs": 1,  # 38
+    "test_compare.py::test_fail_on_slower_gates_on_a_slower_point": 1,  # 24
+    "test_reproduce.py::test_a_full_scratch_fails_its_run_keeps_the_others_and_says_why": 1,  # 15
+    "test_reproduce.py::test_a_second_bare_snakemake_is_refused_naming_the_first": 1,  # 15
+    # the alone tier
+    "test_e2e.py::test_ci_run_builds_the_paper_then_has_nothing_to_do": 0,  # about 150
     "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[raid-hdd]": 0,
+    "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[ssd-2008-2ms]": 0,  # 10
     "test_devmodel_stack.py::test_a_sequential_read_runs_at_the_zone_rate[hdd-7200-outer]": 0,
-    "test_kill_storm.py::test_kill_storm_leaves_nothing_and_the_next_run_completes": 1,
-    "test_slurm.py::test_a_node_dies_mid_run_is_marked_comes_back_and_the_fleet_completes": 1,
-    "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[hdd-7200]": 1,
-    "test_devmodel_stack.py::test_a_sequential_read_runs_at_the_zone_rate[raid-hdd-2-disks-inner]": 1,
+    "test_devmodel_runs.py::test_an_io_error_mid_run_fails_that_run_alone": 0,  # 5
+    # one signal of each in each half (and of their steps and moments half: SLOW_CASES)
+    "test_signals_anywhere.py::test_a_signal_while_each_step_runs_leaves_nothing[INT to the group]": 0,  # 18
+    "test_signals_anywhere.py::test_a_signal_at_any_moment_leaves_nothing[INT to the group]": 0,  # 11
+    "test_signals_anywhere.py::test_a_signal_while_a_device_target_runs_leaves_nothing[INT to the group]": 0,  # 7
+    "test_signals_anywhere.py::test_a_signal_while_a_modelled_target_runs_leaves_nothing[INT to the group]": 0,  # 10
+    "test_signals_anywhere.py::test_a_signal_while_each_step_runs_leaves_nothing[TERM to the run]": 1,  # 20
+    "test_signals_anywhere.py::test_a_signal_at_any_moment_leaves_nothing[TERM to the run]": 1,  # 11
+    "test_signals_anywhere.py::test_a_signal_while_a_device_target_runs_leaves_nothing[TERM to the run]": 1,  # 5
+    "test_signals_anywhere.py::test_a_signal_while_a_modelled_target_runs_leaves_nothing[TERM to the run]": 1,  # 8
+    "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[hdd-7200]": 1,  # 10
+    "test_devmodel_stack.py::test_a_sequential_read_runs_at_the_zone_rate[raid-hdd-2-disks-inner]": 1,  # 8
+    "test_devmodel_stack.py::test_a_read_the_model_makes_cheaper_than_the_stack_costs_what_the_stack_costs": 1,  # 14
+    "test_compare_known.py::test_twice_the_seek_time_is_slower_by_what_the_model_predicts": 1,  # 29, both:
+    "test_compare_known.py::test_a_real_set_compared_with_itself": 1,  # (their module's runs)
+    "test_tmpfs_model_requests.py::test_a_run_on_the_modelled_disk_keeps_what_each_phase_sent_it": 1,  # 21
+    "test_study_filecount.py::test_ci_run_worker_and_fio_in_the_same_job": 1,  # 21
+    "test_study_tmpfs.py::test_ci_worker_and_bonnie_in_the_same_job_in_the_memory_limit": 1,  # 15
+    "test_study_tmpfs.py::test_tmpfs_beyond_the_limit_swaps_to_its_modelled_disk": 1,  # 11
+    "test_study_tmpfs.py::test_ci_runs_in_the_memory_limit_inside_and_beyond_it": 1,  # 9
+    "test_study_journal.py::test_a_modelled_run_records_what_reached_the_model": 1,  # 5
+    "test_study_journal.py::test_durable_creates_reach_the_external_log_in_the_timed_phase": 1,  # 3
+    "test_study_degradation.py::test_ci_run_three_stages_inside_the_memory_limit": 1,  # 4
+    "test_study_calibration.py::test_the_known_effect_on_real_modelled_disks": 1,  # 3
+    "test_target_up_modelled.py::test_target_up_keeps_a_modelled_device_served_until_down[hdd]": 1,  # 7
+    "test_target_up_modelled.py::test_target_up_keeps_a_modelled_device_served_until_down[raid]": 1,  # 6
+    "test_target_up_modelled.py::test_the_shell_that_ran_target_up_getting_a_signal_leaves_it_served[SIGHUP]": 1,  # 6
+    "test_calibration_reuse.py::test_a_cost_kept_from_a_busy_moment_is_measured_again_before_a_model_is_refused": 1,
+    "test_machineload.py::test_waiting_for_quiet_ends_when_the_hog_does": 1,  # 4
+}
+
+
+# Tests that loop over many cases (a signal at each step of a run, at each of its moments): in CI each runs
+# the cases of the session's half (half_of_cases), so that two commits picking different halves run all of
+# them; BOATLOAD_FULL=1 runs every case. Keys as SLOW_HALVES's; each says what its cases are.
+SLOW_CASES = {
+    "test_signals_anywhere.py::test_a_signal_while_each_step_runs_leaves_nothing": "the steps of a tmpfs run",
+    "test_signals_anywhere.py::test_a_signal_at_any_moment_leaves_nothing": "moments of a tmpfs run",
+    "test_signals_anywhere.py::test_a_signal_while_a_device_target_runs_leaves_nothing": "the steps on a device",
+    "test_signals_anywhere.py::test_a_signal_while_a_modelled_target_runs_leaves_nothing": "the steps on a model",
 }
 
 
@@ -172,6 +228,27 @@ def slow_half() -> int | None:
         return int(os.environ["BOATLOAD_SLOW_HALF"])
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     return int(head.stdout.strip(), 16) % 2 if head.returncode == 0 and head.stdout.strip() else 0
+
+
+def half_of_cases(key: str, cases: Sequence[T]) -> list[T]:
+    """The cases a test that loops over many runs this session, in their order: every one with
+    BOATLOAD_FULL=1, else slow_half()'s half of a split of them seeded by `key` (the test's SLOW_CASES key:
+    the same split every session: case_halves), so that two commits picking different halves run every
+    case between them."""
+    if key not in SLOW_CASES:
+        raise KeyError(f"{key}: not in tests/conftest.py's SLOW_CASES")
+    half = slow_half()
+    return list(cases) if half is None else [cases[i] for i in sorted(case_halves(key, len(cases))[half])]
+
+
+def case_halves(key: str, n: int) -> tuple[set[int], set[int]]:
+    """The indices of n cases in half 0 and in half 1: of each two neighbours (0 and 1, 2 and 3, ...) one in
+    each half, which one a coin seeded by `key` says (the last of an odd count in half 0). Neighbours are
+    alike (the steps of a run in their order, moments 1.5 s apart), so each half has some of every part and
+    takes about as long as the other."""
+    coin = random.Random(key)
+    zero = {i if i + 1 == n or coin.random() < 0.5 else i + 1 for i in range(0, n, 2)}
+    return zero, set(range(n)) - zero
 
 
 def half_of(item) -> int | None:

@@ -9,6 +9,7 @@ SHARED_GROUPS.)"""
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -19,7 +20,7 @@ import pytest
 
 from conftest import (
     ALONE_FILES, LONGEST_FIRST, PAIRED_FILES, PAIRED_INTERFERENCE, PARALLEL_FILES, ROOT, SHARED_GROUPS, SHARED_TESTS,
-    SLOW_HALVES, group_of, scope_of,
+    SLOW_CASES, SLOW_HALVES, case_halves, group_of, half_of_cases, scope_of,
 )
 from boatload.studies.config import schema
 
@@ -165,23 +166,82 @@ def test_each_slow_half_names_tests_that_exist_and_both_halves_have_some():
         assert not param or f'"{param.rstrip("]")}"' in source, f"{key}: no such parameter id"
 
 
-def collected(env: dict[str, str]) -> tuple[set[str], str]:
-    """The tests of test_devmodel_stack.py a session with `env` runs (`--collect-only`), and what it printed."""
+def half_of_id(test: str) -> int | None:
+    """The SLOW_HALVES half of a collected "file::test[param]", as conftest's half_of finds it."""
+    return SLOW_HALVES.get(test, SLOW_HALVES.get(test.split("[", 1)[0]))
+
+
+def collected(env: dict[str, str], files: list[str]) -> tuple[set[str], str]:
+    """The tests ("file::test[param]") of `files` a session with `env` runs (`--collect-only`), and what it
+    printed."""
     run = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:randomly",
-                          "-o", "addopts=", str(TESTS / "test_devmodel_stack.py")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          "-o", "addopts=", *(str(TESTS / name) for name in files)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300,
                          env={k: v for k, v in os.environ.items() if not k.startswith("BOATLOAD_")} | env)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    return {line.split("::", 1)[1] for line in run.stdout.splitlines() if "::" in line}, run.stdout
+    return {Path(line.split("::", 1)[0]).name + "::" + line.split("::", 1)[1]
+            for line in run.stdout.splitlines() if "::" in line}, run.stdout
 
 
 def test_a_session_runs_one_slow_half_and_boatload_full_both():
-    """Real collections of one file with halves in both: the half picked runs, the other is deselected
-    (said in the count), the tests in no half run always, and BOATLOAD_FULL=1 runs all of them."""
-    halves = {k.split("::", 1)[1]: h for k, h in SLOW_HALVES.items() if k.startswith("test_devmodel_stack.py::")}
-    full, _ = collected({"BOATLOAD_FULL": "1"})
-    assert set(halves) <= full
+    """Real collections of every file with a test in SLOW_HALVES: the half picked runs, the other is deselected
+    (said in the count), the tests in no half run always, and BOATLOAD_FULL=1 runs all of them; each key
+    names at least one collected test."""
+    files = sorted({key.split("::", 1)[0] for key in SLOW_HALVES})
+    full, _ = collected({"BOATLOAD_FULL": "1"}, files)
+    halves = {test: half_of_id(test) for test in full if half_of_id(test) is not None}
+    for key in SLOW_HALVES:
+        assert any(test == key or test.split("[", 1)[0] == key for test in halves), f"{key}: collects nothing"
     for half in (0, 1):
-        got, out = collected({"BOATLOAD_SLOW_HALF": str(half)})
+        got, out = collected({"BOATLOAD_SLOW_HALF": str(half)}, files)
         assert got == full - {t for t, h in halves.items() if h != half}, sorted(full ^ got)
         assert f"{sum(h != half for h in halves.values())} deselected" in out, out[-400:]
+        assert {t for t, h in halves.items() if h == half}, half
+
+
+def test_each_slow_case_set_names_a_test_that_asks_for_it_by_its_key():
+    """Every SLOW_CASES key is a test whose body calls half_of_cases with that key, and every call in the
+    tests names a key of SLOW_CASES (half_of_cases also refuses another)."""
+    called = set()
+    for path in (p for p in TESTS.glob("test_*.py") if p.name != SELF):
+        called |= {f"{path.name}::{m}" for m in re.findall(r"\bhalf_of_cases\(\s*\"[^\"]*::(\w+)\"",
+                                                           path.read_text(encoding="utf-8"))}
+        keys = re.findall(r"\bhalf_of_cases\(\s*\"([^\"]+)\"", path.read_text(encoding="utf-8"))
+        assert all(k.startswith(f"{path.name}::") for k in keys), (path.name, keys)
+    assert called == set(SLOW_CASES)
+    for key in SLOW_CASES:
+        name, _, function = key.partition("::")
+        source = (TESTS / name).read_text(encoding="utf-8")
+        body = re.search(rf"^def {function}\(.*?(?=^\S|\Z)", source, re.M | re.S)
+        assert body and f'half_of_cases("{key}"' in re.sub(r"\(\s+", "(", body.group(0)), key
+
+
+@pytest.mark.parametrize("n", range(2, 31))
+def test_the_two_halves_of_a_tests_cases_are_all_of_them_once_and_neither_empty(n):
+    for key in SLOW_CASES:
+        zero, one = case_halves(key, n)
+        assert zero and one and not zero & one and zero | one == set(range(n)), (key, n)
+        assert abs(len(zero) - len(one)) <= 1 and case_halves(key, n) == (zero, one)  # the same every time
+
+
+def cases_run(env: dict[str, str]) -> dict[str, list[int]]:
+    """What half_of_cases gives each SLOW_CASES key, of 8 cases, in a fresh process with `env`."""
+    code = ("import json, conftest; print(json.dumps({k: conftest.half_of_cases(k, list(range(8))) "
+            "for k in conftest.SLOW_CASES}))")
+    run = subprocess.run([sys.executable, "-c", code], cwd=TESTS, capture_output=True, text=True, timeout=60,
+                         env={k: v for k, v in os.environ.items() if not k.startswith("BOATLOAD_")} | env)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return json.loads(run.stdout.splitlines()[-1])
+
+
+def test_a_session_runs_one_half_of_each_tests_cases_and_boatload_full_all():
+    """In real processes: each half runs its own cases, in their order, the two halves all of them between
+    them; BOATLOAD_FULL=1 every case; a key not in SLOW_CASES is refused."""
+    zero, one, full = (cases_run(env) for env in ({"BOATLOAD_SLOW_HALF": "0"}, {"BOATLOAD_SLOW_HALF": "1"},
+                                                  {"BOATLOAD_FULL": "1"}))
+    assert set(zero) == set(one) == set(full) == set(SLOW_CASES)
+    for key in SLOW_CASES:
+        assert full[key] == list(range(8)) and zero[key] and one[key], key
+        assert zero[key] == sorted(zero[key]) and sorted(zero[key] + one[key]) == list(range(8)), key
+    with pytest.raises(KeyError):
+        half_of_cases("test_x.py::test_y", [1, 2])

@@ -5,9 +5,12 @@ memory cgroup, mkswap, swapon, then a memory-limited worker paging out, then
 teardown. Each time the test notes which of our external tools was running and
 checks that no mount, loop device, cgroup or swap file is left, without any
 cleanup. One test signals as soon as each step is seen running (/proc; the
-steps of milliseconds held for a moment once done, HELD; in CI each signal at
-every other step), the other at moments 0.3 s apart (every tenth in CI);
-BOATLOAD_FULL=1 runs them all.
+steps of milliseconds held for a moment once done, HELD), the other at moments
+0.3 s apart. In CI a session sends one of the two signals (tests/conftest.py's
+SLOW_HALVES: SIGINT in half 0, SIGTERM in half 1) at half of the steps
+(conftest's half_of_cases: the other half on a commit picking the other half),
+and at three of the moments (six moments 1.5 s apart, halved the same way);
+BOATLOAD_FULL=1 sends each signal at every step and every moment.
 """
 
 import json
@@ -22,7 +25,7 @@ import pytest
 import yaml
 
 from boatload.workflow import plan
-from conftest import FULL, ROOT, ours_left
+from conftest import FULL, ROOT, half_of_cases, ours_left
 
 pytestmark = [pytest.mark.slow, pytest.mark.root,
               pytest.mark.skipif(os.geteuid() != 0, reason="mounts, loop devices, cgroups and swap need root")]
@@ -152,9 +155,8 @@ STEPS = [("mkfs.ext3", 0.0), ("losetup", 0.0), ("mount", 0.0), ("mkswap", 0.0), 
 def test_a_signal_while_each_step_runs_leaves_nothing(how, workdir, tmp_path, held_steps):
     job = json.dumps(the_job())
     missed = []
-    # CI: each signal at every other step (INT at the even ones, TERM at the odd); BOATLOAD_FULL=1: every step.
-    steps = STEPS if FULL else STEPS[how.startswith("TERM")::2]
-    for tool, after in steps:
+    for tool, after in half_of_cases("test_signals_anywhere.py::test_a_signal_while_each_step_runs_leaves_nothing",
+                                     STEPS):
         for attempt in range(3):  # a stalled look may still miss a held step: tried again
             out = tmp_path / f"{tool}-{attempt}.json"
             doing, proc = run_and_signal(workdir, job, out, how, tool=tool, after=after)
@@ -172,7 +174,9 @@ def test_a_signal_at_any_moment_leaves_nothing(how, workdir, tmp_path):
     job = json.dumps(the_job())
     moments = [0.3 * i for i in range(1, MOMENTS + 1)]
     hit: dict[str, int] = {}
-    for at in moments if FULL else moments[::10]:
+    # (BOATLOAD_FULL=1: all 30; CI: half of every fifth, 1.5 s apart)
+    for at in half_of_cases("test_signals_anywhere.py::test_a_signal_at_any_moment_leaves_nothing",
+                            moments if FULL else moments[::5]):
         out = tmp_path / f"run-{at:.2f}.json"
         doing, proc = run_and_signal(workdir, job, out, how, at=at)
         for tool in doing or {"(python)"}:
@@ -203,8 +207,8 @@ def test_a_signal_while_a_device_target_runs_leaves_nothing(how, workdir, tmp_pa
         config["studies"] = {"forest": {**config["studies"]["forest"], "targets": ["mydisk"],
                                         "methods": ["worker-1t"], "scale_files": []}}
         job = json.dumps({**forest.jobs(config)[0], "interference": {"redo": 0}})
-        steps = DEVICE_STEPS if FULL else DEVICE_STEPS[how.startswith("TERM")::2]
-        for tool, after in steps:
+        for tool, after in half_of_cases(
+                "test_signals_anywhere.py::test_a_signal_while_a_device_target_runs_leaves_nothing", DEVICE_STEPS):
             for attempt in range(3):
                 out = tmp_path / f"device-{tool}-{attempt}.json"
                 doing, proc = run_and_signal(workdir, job, out, how, tool=tool, after=after, study="forest")
@@ -243,8 +247,8 @@ def test_a_signal_while_a_modelled_target_runs_leaves_nothing(how, workdir, tmp_
                                     "methods": ["worker-1t"], "scale_files": []}}
     job = json.dumps({**forest.jobs(config)[0], "interference": {"redo": 0}})
     missed = []
-    steps = MODELLED_STEPS if FULL else MODELLED_STEPS[how.startswith("TERM")::2]
-    for tool, after in steps:
+    for tool, after in half_of_cases(
+            "test_signals_anywhere.py::test_a_signal_while_a_modelled_target_runs_leaves_nothing", MODELLED_STEPS):
         for attempt in range(3):
             out = tmp_path / f"modelled-{tool}-{attempt}.json"
             doing, proc = run_and_signal(workdir, job, out, how, tool=tool, after=after, study="forest")
