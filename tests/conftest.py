@@ -154,38 +154,41 @@ def group_of(name: str) -> str:
 # picks (its hash, mod 2), so that every other commit runs each; BOATLOAD_SLOW_HALF=0 or 1 picks one. What
 # each checks whole, smaller tests that always run check piece by piece (a signal at each step, a node's
 # record, bootstrap's list of tools, the SSD's reads), or the other half checks another way (the e2e's
-# studies on config/ci.yaml in half 0, each study's own ci run in half 1; settle's looks in half 1, the
-# budget's in half 0); keys are "file::test" or "file::test[param]".
+# studies on config/ci.yaml in half 0, each study's own ci run in half 1; the fresh machine's make reproduce
+# in half 0, a SIGKILL then reproduce in half 1); keys are "file::test" or "file::test[param]".
 SLOW_HALVES = {
     # the shared session (seconds of one test, its setup included, on this 2-core VM, 7 Dec 2026)
-    "test_fresh_machine.py::test_make_reproduce_on_a_fresh_debian_machine": 0,
-    "test_reproduce.py::test_sigkill_mid_measurement_then_clean_mounts_then_reproduce_completes": 0,
+    "test_fresh_machine.py::test_make_reproduce_on_a_fresh_debian_machine": 0,  # (no debootstrap here; CI: 201)
     "test_budget.py::test_a_spent_budget_chooses_no_points_finishes_the_paper_and_a_second_run_does_nothing": 0,  # 26
     "test_add_study.py::test_a_sixth_study_is_four_files_and_a_config_line": 0,  # 20
     "test_config_mutations.py::test_mutations_that_pass_dry_run_in_snakemake": 0,  # 20
     "test_jupyter_server.py::test_make_lab_serves_the_notebooks_and_runs_one_in_its_kernel": 0,  # 15
+    "test_settle.py::test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_runs": 0,  # 38
+    "test_compare.py::test_fail_on_slower_gates_on_a_slower_point": 0,  # 24
+    "test_reproduce.py::test_a_second_bare_snakemake_is_refused_naming_the_first": 0,  # 15
     "test_kill_storm.py::test_kill_storm_leaves_nothing_and_the_next_run_completes": 1,  # 101
     "test_slurm.py::test_a_node_dies_mid_run_is_marked_comes_back_and_the_fleet_completes": 1,  # 122
-    "test_settle.py::test_settle_adds_repetitions_only_to_open_claims_points_and_records_their_runs": 1,  # 38
-    "test_compare.py::test_fail_on_slower_gates_on_a_slower_point": 1,  # 24
+    "test_reproduce.py::test_sigkill_mid_measurement_then_clean_mounts_then_reproduce_completes": 1,  # 36 by itself
     "test_reproduce.py::test_a_full_scratch_fails_its_run_keeps_the_others_and_says_why": 1,  # 15
-    "test_reproduce.py::test_a_second_bare_snakemake_is_refused_naming_the_first": 1,  # 15
     # the alone tier
     "test_e2e.py::test_ci_run_builds_the_paper_then_has_nothing_to_do": 0,  # about 150
     "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[raid-hdd]": 0,
-    "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[ssd-2008-2ms]": 0,  # 10
     "test_devmodel_stack.py::test_a_sequential_read_runs_at_the_zone_rate[hdd-7200-outer]": 0,
     "test_devmodel_runs.py::test_an_io_error_mid_run_fails_that_run_alone": 0,  # 5
-    # one signal of each in each half (and of their steps and moments half: SLOW_CASES)
-    "test_signals_anywhere.py::test_a_signal_while_each_step_runs_leaves_nothing[INT to the group]": 0,  # 18
-    "test_signals_anywhere.py::test_a_signal_at_any_moment_leaves_nothing[INT to the group]": 0,  # 11
+    "test_target_up_modelled.py::test_target_up_keeps_a_modelled_device_served_until_down[ssd]": 0,  # 5
+    "test_target_up_modelled.py::test_the_shell_that_ran_target_up_getting_a_signal_leaves_it_served[SIGINT]": 0,  # 6
+    "test_worker.py::test_signal_gives_partial_json_and_exit_130[SIGINT]": 0,  # 3
+    # one signal of each in each half, at that half of its steps or moments (SLOW_CASES)
+    "test_signals_anywhere.py::test_a_signal_while_each_step_runs_leaves_nothing[INT to the group]": 0,  # 17
+    "test_signals_anywhere.py::test_a_signal_at_any_moment_leaves_nothing[INT to the group]": 0,  # 13
     "test_signals_anywhere.py::test_a_signal_while_a_device_target_runs_leaves_nothing[INT to the group]": 0,  # 7
     "test_signals_anywhere.py::test_a_signal_while_a_modelled_target_runs_leaves_nothing[INT to the group]": 0,  # 10
-    "test_signals_anywhere.py::test_a_signal_while_each_step_runs_leaves_nothing[TERM to the run]": 1,  # 20
-    "test_signals_anywhere.py::test_a_signal_at_any_moment_leaves_nothing[TERM to the run]": 1,  # 11
-    "test_signals_anywhere.py::test_a_signal_while_a_device_target_runs_leaves_nothing[TERM to the run]": 1,  # 5
-    "test_signals_anywhere.py::test_a_signal_while_a_modelled_target_runs_leaves_nothing[TERM to the run]": 1,  # 8
+    "test_signals_anywhere.py::test_a_signal_while_each_step_runs_leaves_nothing[TERM to the run]": 1,  # 17
+    "test_signals_anywhere.py::test_a_signal_at_any_moment_leaves_nothing[TERM to the run]": 1,  # 10
+    "test_signals_anywhere.py::test_a_signal_while_a_device_target_runs_leaves_nothing[TERM to the run]": 1,  # 4
+    "test_signals_anywhere.py::test_a_signal_while_a_modelled_target_runs_leaves_nothing[TERM to the run]": 1,  # 6
     "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[hdd-7200]": 1,  # 10
+    "test_devmodel_stack.py::test_random_reads_take_the_models_mean_service_time[ssd-2008-2ms]": 1,  # 10
     "test_devmodel_stack.py::test_a_sequential_read_runs_at_the_zone_rate[raid-hdd-2-disks-inner]": 1,  # 8
     "test_devmodel_stack.py::test_a_read_the_model_makes_cheaper_than_the_stack_costs_what_the_stack_costs": 1,  # 14
     "test_compare_known.py::test_twice_the_seek_time_is_slower_by_what_the_model_predicts": 1,  # 29, both:
@@ -204,6 +207,7 @@ SLOW_HALVES = {
     "test_target_up_modelled.py::test_the_shell_that_ran_target_up_getting_a_signal_leaves_it_served[SIGHUP]": 1,  # 6
     "test_calibration_reuse.py::test_a_cost_kept_from_a_busy_moment_is_measured_again_before_a_model_is_refused": 1,
     "test_machineload.py::test_waiting_for_quiet_ends_when_the_hog_does": 1,  # 4
+    "test_worker.py::test_signal_gives_partial_json_and_exit_130[SIGTERM]": 1,  # 3
 }
 
 
@@ -260,7 +264,7 @@ def half_of(item) -> int | None:
 def pytest_report_header(config):
     half = slow_half()
     return ("slow tests: all at their full count (BOATLOAD_FULL=1)" if half is None else
-            f"slow tests: reduced counts, and half {half} of tests/conftest.py's SLOW_HALVES "
+            f"slow tests: reduced counts, and half {half} of tests/conftest.py's SLOW_HALVES and of its SLOW_CASES "
             f"(half {1 - half} on the next commit that picks it; BOATLOAD_FULL=1 runs both)")
 
 
