@@ -88,3 +88,40 @@ def test_claims_decided_so_far_count_the_records_looks_and_leave_out_the_unteste
     _judge(record, "forest", 2, 0.99, {"verdicts": [_claim("reproduced", 8)]})
     settle_record.save(runs, record)
     assert settle_record.decided_so_far(results, runs) == (3, 4)
+
+
+def test_a_claim_the_first_rounds_decided_keeps_that_verdict_when_a_look_adds_runs_to_its_points(tmp_path,
+                                                                                                 monkeypatch):
+    """A look adds runs to points another claim shares; the analysis after would judge the decided claim
+    again on them (unplanned, and it can reopen it): the summary keeps the first rounds' verdict."""
+    monkeypatch.delenv(settle_record.LOOK_ENV, raising=False)
+    record = _record()
+    first = {**_claim("not reproduced", 4), "claim": "A is 3x B", "runs_per_side": [4, 4]}
+    record["first_decided"] = {"forest: A is 3x B": first, "journal: E beats F": {"claim": "E beats F",
+                                                                                 "verdict": "contradicted"}}
+    settle_record.save(tmp_path, record)
+    reopened = {**first, "verdict": "inconclusive", "runs_per_side": [8, 8]}
+    summary = {"verdicts": [_claim("inconclusive", 9), reopened, {"claim": "G", "verdict": "equivalent"}]}
+    out = settle_record.applied(summary, "forest", tmp_path / "forest.parquet")
+    assert out["verdicts"][1] == first and "settle" not in out["verdicts"][1]
+    assert out["verdicts"][2] == {"claim": "G", "verdict": "equivalent"}  # in neither: as the notebook made it
+    # a study with no claim carried: its first rounds' verdicts kept, and no design in its summary
+    journal = {"verdicts": [{"claim": "E beats F", "verdict": "inconclusive"}]}
+    out = settle_record.applied(journal, "journal", tmp_path / "journal.parquet")
+    assert out["verdicts"] == [{"claim": "E beats F", "verdict": "contradicted"}] and "settle" not in out
+
+
+def test_the_record_keeps_every_claim_the_first_rounds_decided(tmp_path):
+    from pathlib import Path
+
+    from boatload.studies.config import load
+    from boatload.workflow.settle import _new_record
+
+    config = load(Path(__file__).resolve().parents[1] / "config" / "ci.yaml")
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    decided = {"claim": "A is 3x B", "verdict": "contradicted", "runs_per_side": [4, 4]}
+    (tables / "forest-summary.json").write_text(json.dumps({"verdicts": [
+        decided, {"claim": "C", "verdict": "not tested"}, {"claim": "D", "verdict": "not exercised"}]}))
+    record = _new_record(config, ["forest"], tmp_path)
+    assert record["first_decided"] == {"forest: A is 3x B": decided} and record["claims"] == {}

@@ -4,7 +4,10 @@ data/runs/<host>/settle.json.
 The workflow reads it for the repetitions it added (their runs belong to the
 plan from then on), and each notebook, through :func:`applied`, for the
 claims it carried: a claim decided at a look keeps the verdict of that look,
-so a later analysis of more runs does not reopen it.
+so a later analysis of more runs does not reopen it. So does a claim the
+first rounds decided (the design's first look): a look may add runs to its
+points for another claim that shares them, and the analysis after would
+otherwise look at it again, unplanned.
 """
 
 from __future__ import annotations
@@ -68,13 +71,17 @@ def added_reps(runs_dir: str | Path, config: dict) -> dict[tuple[str, str, str],
 def applied(summary: dict, study: str, data: str | Path) -> dict:
     """`summary` with each claim settle carried replaced by the verdict it was
     decided with (or, undecided, its last look's), with the look, the runs per
-    side and the runs it added in `settle`; and the design in summary['settle'].
-    `data` is the study's run table, beside which the record lives."""
+    side and the runs it added in `settle`, and the design in summary['settle']
+    (a study with claims carried); each claim the first rounds decided with the
+    verdict they gave it. `data` is the study's run table, beside which the
+    record lives."""
     record = load(Path(data).parent)
     if record is None or os.environ.get(LOOK_ENV):
         return summary
     carried = {k.split(": ", 1)[1]: v for k, v in record["claims"].items() if k.startswith(f"{study}: ")}
-    if not carried:
+    first = {k.split(": ", 1)[1]: v for k, v in (record.get("first_decided") or {}).items()
+             if k.startswith(f"{study}: ")}
+    if not carried and not first:
         return summary
     if record.get("rule") != rule_fingerprint():
         return {**summary, "settle": {"stale": f"{path(Path(data).parent)} froze its verdicts under another verdict "
@@ -83,13 +90,15 @@ def applied(summary: dict, study: str, data: str | Path) -> dict:
     def settled(entry: dict) -> dict:
         done = carried.get(entry.get("claim"))
         if done is None:
-            return entry
+            return first.get(entry.get("claim"), entry)
         return {**done["entry"], "settle": {k: done[k] for k in ("look", "decided", "runs_per_side", "level",
                                                                    "runs_added")}}
 
     out = {**summary, "verdicts": [settled(e) for e in summary.get("verdicts", [])]}
     if isinstance(summary.get("verdict"), dict) and "claim" in summary["verdict"]:
         out["verdict"] = settled(summary["verdict"])
+    if not carried:
+        return out
     mine = [v for v in carried.values()]
     out["settle"] = {
         "design": record["design"]["text"],

@@ -30,7 +30,7 @@ from boatload.workflow.reproduce import main as reproduce
 from boatload.analysis.sequential import Design
 from boatload.studies import study
 from boatload.base.system import hostname
-from boatload.analysis.verdict import NOT_TESTED, OPEN, Rule
+from boatload.analysis.verdict import DECIDED, NOT_TESTED, OPEN, Rule
 
 DEFAULT_LOOKS = 3
 
@@ -106,10 +106,14 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
     """The claims the run left open, the points behind them, and the designs."""
     designs = _designs(config, names)
     all_runs = plan.runs(config)
-    claims = {}
+    claims, first_decided = {}, {}
     for name in names:
         jobs = [r.job for r in all_runs if r.study == name]
         for entry in _summary(results, name).get("verdicts", []):
+            # decided by the first rounds (the design's first look): kept, whatever runs a look adds to its
+            # points for another claim (settle_record.applied)
+            if entry.get("verdict") in DECIDED:
+                first_decided[settle_record.claim_key(name, entry)] = entry
             # a claim whose first analysis rested on more runs than the design's first look (points a study
             # measures in more rounds) spent its alpha there: a look would add no runs to it
             if entry.get("verdict") not in OPEN or min(entry.get("runs_per_side") or [0]) > designs[name].schedule[0] \
@@ -137,7 +141,8 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
         "schedules": {n: list(d.schedule) for n, d in designs.items()},
         "first_reps": {n: d.schedule[0] for n, d in designs.items()},
         # the first look is the workflow's analysis where it spent alpha (first_alpha): made already
-        "points": {}, "claims": claims, "looks_made": 1 if any_design.first_alpha > 0.0 else 0, "stopped": None,
+        "points": {}, "claims": claims, "first_decided": first_decided,
+        "looks_made": 1 if any_design.first_alpha > 0.0 else 0, "stopped": None,
         "first_alphas": {n: d.first_alpha for n, d in designs.items()},
     }
 
