@@ -83,16 +83,20 @@ def median_spread(clone: Path, study: str) -> float | None:
     return statistics.median(cvs) if cvs else None
 
 
+def summaries(clone: Path) -> dict[str, list[dict]]:
+    """{study: its summary's verdict entries}, from CLONE/results/tables/<study>-summary.json."""
+    return {path.name.removesuffix("-summary.json"): json.loads(path.read_text()).get("verdicts") or []
+            for path in sorted((clone / "results" / "tables").glob("*-summary.json"))}
+
+
 def verdicts(clone: Path) -> dict:
     """Claims tested and decided per study, the words, the median width, the known answers."""
     tested, decided, words, widths, known = Counter(), Counter(), Counter(), [], Counter()
-    for path in sorted((clone / "results" / "tables").glob("*-summary.json")):
-        study = path.name.removesuffix("-summary.json")
-        summary = json.loads(path.read_text())
+    for study, entries in summaries(clone).items():
         if study == KNOWN:
-            known.update(v.get("answer") for v in summary.get("verdicts") or [])
+            known.update(v.get("answer") for v in entries)
             continue
-        for v in claims_tested(summary.get("verdicts") or []):
+        for v in claims_tested(entries):
             tested[study] += 1
             decided[study] += v.get("verdict") in DECIDED
             words[v.get("verdict")] += 1
@@ -113,15 +117,14 @@ def open_claims(clone: Path) -> list[dict]:
     the estimate's distance to it and the interval's half-width (per cent, log scale), the runs per side
     made and the runs to settle it."""
     out = []
-    for path in sorted((clone / "results" / "tables").glob("*-summary.json")):
-        study = path.name.removesuffix("-summary.json")
+    for study, entries in summaries(clone).items():
         if study == KNOWN:
             continue
-        for v in claims_tested(json.loads(path.read_text()).get("verdicts") or []):
+        for v in claims_tested(entries):
             if v.get("verdict") in DECIDED or not (v.get("ours") and v.get("ours_low") and v.get("ours_high")):
                 continue
-            low, high, ours = v["ours_low"], v["ours_high"], v["ours"]
-            inside = [x for x in rule_lines(v) if low <= x <= high] or rule_lines(v) or [1.0]
+            low, high, ours, lines = v["ours_low"], v["ours_high"], v["ours"], rule_lines(v)
+            inside = [x for x in lines if low <= x <= high] or lines or [1.0]
             line = min(inside, key=lambda x: abs(math.log(ours / x)))
             out.append({"study": study, "claim": v["claim"], "hardware": v.get("hardware"), "ours": ours,
                         "low": low, "high": high, "line": line,

@@ -255,10 +255,14 @@ def case_halves(key: str, n: int) -> tuple[set[int], set[int]]:
     return zero, set(range(n)) - zero
 
 
+def half_of_test(test: str) -> int | None:
+    """The SLOW_HALVES half of a test "file::test[param]", by its name with or without its parameters."""
+    return SLOW_HALVES.get(test, SLOW_HALVES.get(test.split("[", 1)[0]))
+
+
 def half_of(item) -> int | None:
-    """The SLOW_HALVES half of a collected test, by its name with or without its parameters."""
-    name = item.path.name
-    return SLOW_HALVES.get(f"{name}::{item.name}", SLOW_HALVES.get(f"{name}::{item.originalname}"))
+    """The SLOW_HALVES half of a collected test."""
+    return half_of_test(f"{item.path.name}::{item.name}")
 
 
 def pytest_report_header(config):

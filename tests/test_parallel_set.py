@@ -20,7 +20,7 @@ import pytest
 
 from conftest import (
     ALONE_FILES, LONGEST_FIRST, PAIRED_FILES, PAIRED_INTERFERENCE, PARALLEL_FILES, ROOT, SHARED_GROUPS, SHARED_TESTS,
-    SLOW_CASES, SLOW_HALVES, case_halves, group_of, half_of_cases, scope_of,
+    SLOW_CASES, SLOW_HALVES, case_halves, group_of, half_of_cases, half_of_test, scope_of,
 )
 from boatload.studies.config import schema
 
@@ -166,11 +166,6 @@ def test_each_slow_half_names_tests_that_exist_and_both_halves_have_some():
         assert not param or f'"{param.rstrip("]")}"' in source, f"{key}: no such parameter id"
 
 
-def half_of_id(test: str) -> int | None:
-    """The SLOW_HALVES half of a collected "file::test[param]", as conftest's half_of finds it."""
-    return SLOW_HALVES.get(test, SLOW_HALVES.get(test.split("[", 1)[0]))
-
-
 def collected(env: dict[str, str], files: list[str]) -> tuple[set[str], str]:
     """The tests ("file::test[param]") of `files` a session with `env` runs (`--collect-only`), and what it
     printed."""
@@ -189,7 +184,7 @@ def test_a_session_runs_one_slow_half_and_boatload_full_both():
     names at least one collected test."""
     files = sorted({key.split("::", 1)[0] for key in SLOW_HALVES})
     full, _ = collected({"BOATLOAD_FULL": "1"}, files)
-    halves = {test: half_of_id(test) for test in full if half_of_id(test) is not None}
+    halves = {test: half_of_test(test) for test in full if half_of_test(test) is not None}
     for key in SLOW_HALVES:
         assert any(test == key or test.split("[", 1)[0] == key for test in halves), f"{key}: collects nothing"
     for half in (0, 1):

@@ -68,6 +68,11 @@ def added_reps(runs_dir: str | Path, config: dict) -> dict[tuple[str, str, str],
     return {tuple(key.split("/", 2)): reps for key, reps in record.get("points", {}).items()}
 
 
+def _of_study(by_claim_key: dict, study: str) -> dict:
+    """{claim text: value} of the entries of a {claim_key: value} mapping that belong to `study`."""
+    return {k.split(": ", 1)[1]: v for k, v in by_claim_key.items() if k.startswith(f"{study}: ")}
+
+
 def applied(summary: dict, study: str, data: str | Path) -> dict:
     """`summary` with each claim settle carried replaced by the verdict it was
     decided with (or, undecided, its last look's), with the look, the runs per
@@ -78,9 +83,7 @@ def applied(summary: dict, study: str, data: str | Path) -> dict:
     record = load(Path(data).parent)
     if record is None or os.environ.get(LOOK_ENV):
         return summary
-    carried = {k.split(": ", 1)[1]: v for k, v in record["claims"].items() if k.startswith(f"{study}: ")}
-    first = {k.split(": ", 1)[1]: v for k, v in (record.get("first_decided") or {}).items()
-             if k.startswith(f"{study}: ")}
+    carried, first = _of_study(record["claims"], study), _of_study(record.get("first_decided") or {}, study)
     if not carried and not first:
         return summary
     if record.get("rule") != rule_fingerprint():
