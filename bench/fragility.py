@@ -1,21 +1,29 @@
-"""How likely is a second run of the same design to answer each claim differently? A forecast from
-one quick run's intervals (issue #38: two runs of one commit should give the same answer to 95 %).
+"""How likely is a second run of the same design to answer each claim differently, and how many
+claims does a run decide? A forecast from the intervals of one quick run or several (issue #38: a
+quick run should decide 90 % of the claims it tests, and two runs of one commit give the same answer
+to 95 %).
 
 For every claim tested in RESULTS/tables/<study>-summary.json with an interval, the run-to-run spread
 of its log ratio is inferred from the interval's width and design: the exact interval the verdicts use
 (boatload.analysis.intervals: Mann-Whitney for n + n runs, signed-rank for n pairs) is simulated for
 normal log rates of spread 1 at that design, and the claim's spread is its half-width over the
-simulated median half-width. Then two independent runs of a design are simulated with the claim's
-ratio as the truth (the plug-in: a claim measured near a line is forecast to split often) and the
-rule's own decision (verdict.decide, decide_equivalence, ANSWERS, at the rule's default band factor and
-margin, the configs' own); the forecast split is the share
-of pairs of runs whose answers differ. `--rounds N` forecasts the same at N rounds (N + N runs, or
-N pairs where the claim was paired) for comparison.
+simulated median half-width. Then runs of a design are simulated with the claim's ratio as the
+truth (the plug-in: a claim measured near a line is forecast to split often) and the rule's own
+decision (verdict.decide, decide_equivalence, ANSWERS, at the rule's default band factor and margin,
+the configs' own): the forecast split is the share of pairs of independent runs whose answers differ,
+the chance to decide the share of runs that answer (not "open"). Over the claims tested outside the
+calibration's known answers, as bench/quickrun.py counts them: the expected number decided and the
+chance that a run decides at least 90 % (the claims taken as independent). With several RESULTS (runs
+of the same measurements) a claim's truth is the mean of their intervals' midpoints (log scale), its
+spread the median of theirs and its design (runs, pairs, level: a look may have added runs) the
+first's. `--rounds N` forecasts the same at N rounds (N + N runs, or N pairs where the claim was
+paired) for comparison.
 
-    uv run python bench/fragility.py RESULTS [--rounds 8] [--draws 2000] [--seed 1]
+    uv run python bench/fragility.py RESULTS [RESULTS ...] [--rounds 8] [--draws 2000] [--seed 1]
 
-A forecast, not a measurement: the spread is one run's estimate (at 4 + 4 runs a rough one), and
-the truth is taken to be where this run found it. `bench/verdicts.py` over real runs is the check.
+A forecast, not a measurement: the spread is estimated from a run's interval (at 4 + 4 runs a rough
+one), and the truth is taken to be where the runs found it. `bench/verdicts.py` and
+`bench/quickrun.py` over real runs are the check.
 """
 
 from __future__ import annotations
@@ -23,7 +31,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
+from collections import defaultdict
 from functools import cache
 from pathlib import Path
 
@@ -33,6 +43,8 @@ from boatload.analysis.intervals import paired_ratio_interval, ratio_interval
 from boatload.analysis.verdict import ANSWERS, UNTESTABLE, Rule, decide, decide_equivalence
 
 RULE = Rule()
+KNOWN = "calibration"  # the known answers: in the agreement, not among the claims a run should decide
+GOAL = 0.9  # of the claims tested decided (#38)
 
 
 @cache
@@ -65,51 +77,101 @@ def design_of(entry: dict) -> tuple[str, int, int]:
     return ("paired", entry["pairs"], entry["pairs"]) if entry.get("pairs") else ("unpaired", m, n)
 
 
-def split_share(entry: dict, design: tuple[str, int, int], shift: float, sd: float, draws: int, rng) -> float:
-    """The share of two independent runs of `design` whose answers differ."""
+def answer_shares(entry: dict, design: tuple[str, int, int], shift: float, sd: float, draws: int,
+                  rng) -> dict[str, float]:
+    """{answer ("open" among them): the share of simulated runs of `design` that give it}."""
     level = entry["level"]
-    answers = {}
+    counts: dict[str, int] = defaultdict(int)
     for _ in range(draws):
         r = _interval(design[0], design[1], design[2], shift, sd, level, rng)
-        if r.low is None:
-            continue
-        a = answer(entry, r.low, r.high)
-        answers[a] = answers.get(a, 0) + 1
-    total = sum(answers.values())
-    return 1.0 - sum((c / total) ** 2 for c in answers.values()) if total else 0.0
+        if r.low is not None:
+            counts[answer(entry, r.low, r.high)] += 1
+    total = sum(counts.values())
+    return {a: c / total for a, c in counts.items()} if total else {}
 
 
-def forecast(results: Path, rounds: int | None, draws: int, seed: int) -> list[dict]:
+def split_of(shares: dict[str, float]) -> float:
+    """The share of two independent runs whose answers differ."""
+    return 1.0 - sum(p * p for p in shares.values()) if shares else 0.0
+
+
+def decided_of(shares: dict[str, float]) -> float:
+    return 1.0 - shares.get("open", 0.0) if shares else 0.0
+
+
+def claims(results: list[Path]) -> dict[tuple[str, str], list[dict]]:
+    """(study, claim) -> its entries with an interval, one a RESULTS directory, in their order."""
+    out: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    for one in results:
+        for path in sorted((one / "tables").glob("*-summary.json")):
+            for entry in json.loads(path.read_text()).get("verdicts") or []:
+                if entry["verdict"] in UNTESTABLE or entry.get("ours_low") is None or entry.get("ours_high") is None:
+                    continue
+                out[(path.name.removesuffix("-summary.json"), entry["claim"])].append(entry)
+    return out
+
+
+def truth_and_spread(entries: list[dict]) -> tuple[float, float]:
+    """The mean of the entries' interval midpoints and the median of their spreads (log scale)."""
+    shifts, sds = [], []
+    for entry in entries:
+        lo, hi = math.log(entry["ours_low"]), math.log(entry["ours_high"])
+        shifts.append((lo + hi) / 2)
+        sds.append((hi - lo) / 2 / unit_half_width(design_of(entry), entry["level"]))
+    return statistics.fmean(shifts), statistics.median(sds)
+
+
+def forecast(results: list[Path], rounds: int | None, draws: int, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
     rows = []
-    for path in sorted((results / "tables").glob("*-summary.json")):
-        for entry in json.loads(path.read_text()).get("verdicts") or []:
-            if entry["verdict"] in UNTESTABLE or entry.get("ours_low") is None or entry.get("ours_high") is None:
-                continue
-            lo, hi = math.log(entry["ours_low"]), math.log(entry["ours_high"])
-            design = design_of(entry)
-            sd = (hi - lo) / 2 / unit_half_width(design, entry["level"])
-            shift = (lo + hi) / 2
-            row = {"study": path.name.removesuffix("-summary.json"), "claim": entry["claim"],
-                   "verdict": entry["verdict"], "design": design, "log_sd": sd,
-                   "split": split_share(entry, design, shift, sd, draws, rng)}
-            if rounds:
-                more = (design[0], rounds, rounds)
-                row["split_at"] = split_share(entry, more, shift, sd, draws, rng)
-            rows.append(row)
+    for (study, claim), entries in claims(results).items():
+        entry = entries[0]
+        design = design_of(entry)
+        shift, sd = truth_and_spread(entries)
+        shares = answer_shares(entry, design, shift, sd, draws, rng)
+        row = {"study": study, "claim": claim, "verdict": entry["verdict"], "design": design, "log_sd": sd,
+               "split": split_of(shares), "decided": decided_of(shares), "runs": len(entries)}
+        if rounds:
+            more = answer_shares(entry, (design[0], rounds, rounds), shift, sd, draws, rng)
+            row["split_at"], row["decided_at"] = split_of(more), decided_of(more)
+        rows.append(row)
     return rows
+
+
+def at_least(probabilities: list[float], count: int) -> float:
+    """The chance that at least `count` of independent events of these probabilities happen."""
+    dist = [1.0]
+    for p in probabilities:
+        dist = [a * (1.0 - p) + b * p for a, b in zip(dist + [0.0], [0.0] + dist)]
+    return sum(dist[max(count, 0):])
+
+
+def decided_line(rows: list[dict], key: str, where: str) -> str:
+    chances = [r[key] for r in rows if r["study"] != KNOWN]
+    if not chances:
+        return f"decided{where}: no claim tested outside the known answers"
+    expected, need = sum(chances), math.ceil(GOAL * len(chances))
+    return (f"decided{where}: {expected:.1f} of {len(chances)} claims tested outside the known answers expected "
+            f"({expected / len(chances):.1%}); P(at least {need}, {GOAL:.0%}) = {at_least(chances, need):.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", type=Path)
+    ap.add_argument("results", type=Path, nargs="+", help="results directories of runs of the same measurements")
     ap.add_argument("--rounds", type=int, help="also forecast every claim at this many rounds")
     ap.add_argument("--draws", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args(argv)
+    for one in args.results:
+        if not (one / "tables").is_dir():
+            ap.error(f"{one}: no tables/ (a results directory of `make reproduce`)")
+    if args.draws < 1:
+        ap.error(f"--draws: at least 1, not {args.draws}")
+    if args.rounds is not None and args.rounds < 2:
+        ap.error(f"--rounds: at least 2, not {args.rounds}")
     rows = forecast(args.results, args.rounds, args.draws, args.seed)
     if not rows:
-        raise SystemExit(f"{args.results}: no claim with an interval")
+        raise SystemExit(f"{' '.join(map(str, args.results))}: no claim with an interval")
     rows.sort(key=lambda r: -r["split"])
     for r in rows:
         at = f"  at {args.rounds} rounds {r['split_at']:5.1%}" if args.rounds else ""
@@ -123,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         expected_at = 1.0 - sum(r["split_at"] for r in rows) / len(rows)
         print(f"forecast at {args.rounds} rounds for every claim: {expected_at:.1%} "
               f"(expected splits {sum(r['split_at'] for r in rows):.1f})")
+    print(decided_line(rows, "decided", ""))
+    if args.rounds:
+        print(decided_line(rows, "decided_at", f" at {args.rounds} rounds"))
     return 0
 
 
