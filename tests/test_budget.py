@@ -133,6 +133,18 @@ def test_the_later_looks_get_what_the_carried_claims_first_analysis_left(tmp_pat
     summary.write_text(json.dumps({"verdicts": [write, same]}))
     both = settle._new_record(config, ["degradation"], tmp_path / "results")
     assert both["first_alphas"]["degradation"] == 3 / 64 and len(both["claims"]) == 2
+    # but each claim is judged at what its own first analysis left: the effect claim is not held to
+    # the level the claim of no difference, which spent more, leaves
+    claims = both["claims"]
+    levels = {key: settle.look_level(both, claim, 2) for key, claim in claims.items()}
+    assert levels == {"degradation: write": pytest.approx(1 - (0.05 - 1 / 32)),
+                      "degradation: same": pytest.approx(1 - (0.05 - 3 / 64))}
+    groups = settle.level_groups(both, claims, 2)
+    assert [list(group) for _, group in groups] == [["degradation: write"], ["degradation: same"]]
+    assert "spending 0.0312" in both["design"]["text"] and "spending 0.0469" in both["design"]["text"]
+    # a record made before the claims kept their own share: the study's, as then
+    old = {**both, "claims": {k: {kk: v for kk, v in c.items() if kk != "first_alpha"} for k, c in claims.items()}}
+    assert [settle.look_level(old, c, 2) for c in old["claims"].values()] == [pytest.approx(1 - (0.05 - 3 / 64))] * 2
 
 
 def test_a_look_counts_the_runs_a_point_has_from_the_first_rounds(tmp_path):

@@ -22,7 +22,10 @@ the verdict rule's level), its interval already spends the tail share that
 interval has, `first_alpha` (4 + 4 runs: 2/70 = 0.029 of 0.05): the first
 look is judged at 1 - first_alpha and the rest, alpha - first_alpha, is
 spent over the later looks by the same function of their own information
-fraction, (n - n_1) / (n_last - n_1). A look may also leave out claims (a
+fraction, (n - n_1) / (n_last - n_1). That share is each claim's own (its
+first interval's tail; boatload.workflow.settle.look_level): the bound holds
+claim by claim, so one claim's looks are not judged at the level a sibling's
+larger first share leaves. A look may also leave out claims (a
 time budget chooses which it measures): a claim's verdict at a look is then
 judged at that look's level on its runs, and the union bound still holds.
 """

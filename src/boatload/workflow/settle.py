@@ -123,6 +123,8 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
             if points:
                 claims[settle_record.claim_key(name, entry)] = {
                     "study": name, "points": [settle_record.point_key(name, *p) for p in points],
+                    # what its own first analysis spent: its later looks get the rest (look_level)
+                    "first_alpha": claim_first_alpha(entry),
                     "test": entry.get("test"), "decided": False, "look": None, "level": None,
                     "runs_per_side": entry.get("runs_per_side"), "runs_added": 0, "entry": entry,
                 }
@@ -147,12 +149,37 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
     }
 
 
+def claim_design(record: dict, claim: dict) -> Design:
+    """A carried claim's design: its study's looks, its own first analysis' share spent first
+    (the study's, the most its carried claims spent, where the claim had no interval)."""
+    name = claim["study"]
+    spent = claim.get("first_alpha") or record.get("first_alphas", {}).get(name, 0.0)
+    return Design(record["design"]["alpha"], tuple(record["schedules"][name]), spent)
+
+
+def look_level(record: dict, claim: dict, look: int) -> float:
+    """The level a carried claim is judged at by look `look`: 1 - the share its design spends there. Each
+    claim's looks stay within the alpha on their own (the union bound), so a claim whose first analysis
+    spent less is not judged at the level of a sibling's that spent more."""
+    return claim_design(record, claim).levels()[look - 1]
+
+
+def level_groups(record: dict, claims: dict[str, dict], look: int) -> list[tuple[float, dict[str, dict]]]:
+    """The claims a look judges, {key: claim}, grouped by the level each is judged at, lowest first."""
+    by_level: dict[float, dict[str, dict]] = {}
+    for key, claim in claims.items():
+        by_level.setdefault(look_level(record, claim, look), {})[key] = claim
+    return sorted(by_level.items())
+
+
 def _design_text(designs: dict[str, Design], claims: dict) -> str:
-    """Each design once, with the studies that follow it (one line when they all share one)."""
+    """Each design once, with the studies that follow it (one line when they all share one): a study
+    whose carried claims spent different shares first has a design for each."""
     by_text: dict[str, list[str]] = {}
     for name, design in designs.items():
-        if any(c["study"] == name for c in claims.values()):
-            by_text.setdefault(design.text(), []).append(name)
+        spent = sorted({c.get("first_alpha") or design.first_alpha for c in claims.values() if c["study"] == name})
+        for share in spent:
+            by_text.setdefault(Design(design.alpha, design.schedule, share).text(), []).append(name)
     if len(by_text) == 1:
         return next(iter(by_text))
     return "; ".join(f"{', '.join(names)}: {text}" for text, names in by_text.items())
@@ -281,9 +308,9 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
             _say(f"look {look}: no open claim's runs fit in the {max(budget_s - (time.monotonic() - started), 0):.0f} s "
                  "left: stopping")
             break
-        open_by_study = {}
-        for claim in chosen.values():
-            open_by_study.setdefault(claim["study"], []).append(claim)
+        open_by_study: dict[str, dict[str, dict]] = {}
+        for key, claim in chosen.items():
+            open_by_study.setdefault(claim["study"], {})[key] = claim
         record["points"] = {k: v for k, v in points.items() if v > record["first_reps"][k.split("/", 1)[0]]}
         settle_record.save(runs_dir, record)
         looked = True
@@ -297,18 +324,19 @@ def main(configfile: str, minutes: float, profile: str | None = None, studies: l
                 return status
         decided = 0
         for name, claims in open_by_study.items():
-            design = Design(record["design"]["alpha"], tuple(record["schedules"][name]),
-                            record.get("first_alphas", {}).get(name, 0.0))
-            level = design.levels()[look - 1]
-            reps = design.schedule[look - 1]
-            for claim in claims:
+            reps = record["schedules"][name][look - 1]
+            for claim in claims.values():
                 claim["runs_added"] = sum(points.get(k, reps) - record["first_reps"][name] for k in claim["points"])
-            if any(_possible(c, reps, level) for c in claims):
-                summary = _notebook(root, config, configfile, name, host, looks_dir / f"look{look}", level)
-                decided += _judge(record, name, look, level, summary, set(chosen))
-            else:
-                for claim in claims:
-                    claim.update(look=look, level=level, runs_per_side=[reps, reps])
+            # the study's analysis once at each level its claims are judged at
+            groups = level_groups(record, claims, look)
+            for i, (level, group) in enumerate(groups):
+                if any(_possible(c, reps, level) for c in group.values()):
+                    out = looks_dir / (f"look{look}" if len(groups) == 1 else f"look{look}-{i + 1}")
+                    summary = _notebook(root, config, configfile, name, host, out, level)
+                    decided += _judge(record, name, look, level, summary, set(group))
+                else:
+                    for claim in group.values():
+                        claim.update(look=look, level=level, runs_per_side=[reps, reps])
         record["looks_made"] = look
         settle_record.save(runs_dir, record)
         so_far = settle_record.decided_so_far(root / "results", runs_dir)
