@@ -43,8 +43,8 @@ def record(decided_native: bool) -> dict:
     def claim(points, decided, need):
         return {"study": "forest", "points": list(points), "decided": decided, "entry": {"runs_to_settle": need}}
 
-    return {"schedules": {"forest": [1, 4]}, "first_reps": {"forest": 1}, "points": {},
-            "claims": {"forest: native": claim(NATIVE, decided_native, 4), "forest: tar": claim(TAR, False, 4),
+    return {"design": {"alpha": 0.05, "looks": 2}, "schedules": {"forest": [1, 4]}, "first_reps": {"forest": 1},
+            "points": {}, "claims": {"forest: native": claim(NATIVE, decided_native, 4), "forest: tar": claim(TAR, False, 4),
                        # beyond the design's last look (4) at the spread seen: chosen after every other
                        "forest: touch": claim(TOUCH, False, 40)}}
 
@@ -151,7 +151,8 @@ def test_a_look_counts_the_runs_a_point_has_from_the_first_rounds(tmp_path):
     config = quick("calibration")
     tree = ("calibration/cal-ext4/null-tree-a", "calibration/cal-ext4/null-tree-b")
     model = ("calibration/cal-hdd-slow/model-changed", "calibration/cal-hdd/model-base")
-    rec = {"schedules": {"calibration": [4, 12]}, "first_reps": {"calibration": 4}, "points": {},
+    rec = {"design": {"alpha": 0.05, "looks": 2}, "schedules": {"calibration": [4, 12]}, "first_reps": {"calibration": 4},
+           "points": {},
            "claims": {f"calibration: {n}": {"study": "calibration", "points": list(pts), "decided": False,
                                              "entry": {"runs_to_settle": 10}}
                       for n, pts in (("tree", tree), ("model", model))}}
@@ -169,6 +170,17 @@ def test_a_look_counts_the_runs_a_point_has_from_the_first_rounds(tmp_path):
     spent_tree_only = settle._choose(rec, config, tmp_path, tmp_path / "results", 2,
                                      tree_s + preflight.ANALYSIS_ESTIMATE_S + 0.5)[0]
     assert list(spent_tree_only) == ["calibration: tree"]
+    # claims judged at two levels need the study's analysis twice: the runs of both and one analysis
+    # take both only while they share a level
+    model_s = sum(8 * per_run[tuple(p.split("/", 2))] for p in model)
+    one_analysis = tree_s + model_s + preflight.ANALYSIS_ESTIMATE_S + 0.5
+    assert len(settle._choose(rec, config, tmp_path, tmp_path / "results", 2, one_analysis)[0]) == 2
+    rec["claims"]["calibration: model"]["first_alpha"] = 0.03
+    assert settle.look_level(rec, rec["claims"]["calibration: model"], 2) != \
+        settle.look_level(rec, rec["claims"]["calibration: tree"], 2)
+    assert list(settle._choose(rec, config, tmp_path, tmp_path / "results", 2, one_analysis)[0]) == ["calibration: tree"]
+    assert len(settle._choose(rec, config, tmp_path, tmp_path / "results", 2,
+                              one_analysis + preflight.ANALYSIS_ESTIMATE_S)[0]) == 2
 
 
 def executed_notebook(results: Path, name: str, seconds: float) -> None:

@@ -259,12 +259,14 @@ def _choose(record: dict, config: dict, runs_dir: Path, results: Path, look: int
         name = claim["study"]
         reps = record["schedules"][name][look - 1]
         raise_to = {p: reps for p in claim["points"] if points.get(p, planned[p]) < reps}
+        # the study's analysis once for each level its chosen claims are judged at (level_groups)
+        analysis = (name, look_level(record, claim, look))
         cost = sum((reps - points.get(p, planned[p])) * per_run.get(tuple(p.split("/", 2)), 0.0)
-                   for p in raise_to) + (analysis_seconds(results, name) if name not in studies_in else 0.0)
+                   for p in raise_to) + (analysis_seconds(results, name) if analysis not in studies_in else 0.0)
         if spent + cost > left_s:
             continue
         chosen[key], spent = claim, spent + cost
-        studies_in.add(name)
+        studies_in.add(analysis)
         points.update(raise_to)
     new = plan.pending(plan.runs(config, added={tuple(k.split("/", 2)): v for k, v in points.items()}),
                        str(runs_dir)) if chosen else []
