@@ -124,33 +124,3 @@ def test_split_rate_uses_the_verdicts_exact_interval_and_more_runs_split_fewer_c
     four, eight = (sr.split_rate(n, 0.10, 0.6, 4000, rng) for n in (4, 8))
     assert 0.12 < four < 0.26 and 0.06 < eight < 0.15 and eight < four - 0.04
     assert sr.split_rate(4, 0.01, 0.6, 2000, rng) < 0.05
-
-
-def test_fragility_forecasts_splits_where_a_claim_sits_on_a_line_and_few_where_it_is_clear(tmp_path):
-    """bench/fragility.py: a claim whose interval is clear of every line is forecast to give a second
-    run the same answer; one whose interval ends on the band's near edge (a second run's moves it across
-    as often as not) to split often, and less often at more rounds; the spread it infers is the
-    interval's half-width over its design's for a spread of 1 (4 + 4 runs: the 97.1 % interval, the
-    range of the 16 differences, about 2 spreads either side)."""
-    import json
-    import math
-
-    import fragility as fr
-
-    unit = fr.unit_half_width(("unpaired", 4, 4), 0.95)
-    assert 1.6 < unit < 2.6
-    near = 1.369  # the band's near edge of a claimed 1.9x
-    # 1.15x at a 2 % spread: smaller, seven spreads from 1 and from the near edge
-    clear = {"claim": "clear", "test": "effect", "verdict": "same direction, smaller effect", "original_ratio": 1.9,
-             "ours_low": 1.15 * math.exp(-unit * 0.02), "ours_high": 1.15 * math.exp(unit * 0.02), "level": 0.95,
-             "runs_per_side": [4, 4], "pairs": None}
-    sd = 0.1
-    on_line = {**clear, "claim": "on the line", "verdict": "same direction, size open",
-               "ours_low": near, "ours_high": near * math.exp(2 * unit * sd)}
-    (tmp_path / "tables").mkdir()
-    (tmp_path / "tables" / "filecount-summary.json").write_text(json.dumps({"verdicts": [clear, on_line]}))
-    rows = {r["claim"]: r for r in fr.forecast(tmp_path, rounds=8, draws=1500, seed=3)}
-    assert rows["clear"]["log_sd"] == pytest.approx(0.02, rel=1e-6)
-    assert rows["clear"]["split"] < 0.03 and rows["clear"]["split_at"] < 0.01
-    assert rows["on the line"]["log_sd"] == pytest.approx(sd, rel=1e-6)
-    assert rows["on the line"]["split"] > 0.35 and rows["on the line"]["split_at"] < rows["on the line"]["split"] - 0.1
