@@ -29,7 +29,6 @@ one), and the truth is taken to be where the runs found it. `bench/verdicts.py` 
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -42,8 +41,10 @@ import numpy as np
 from boatload.analysis.intervals import paired_ratio_interval, ratio_interval
 from boatload.analysis.verdict import ANSWERS, UNTESTABLE, Rule, decide, decide_equivalence
 
+import verdicts  # bench/ is this script's first sys.path entry
+from quickrun import KNOWN  # the known answers: in the agreement, not among the claims a run should decide
+
 RULE = Rule()
-KNOWN = "calibration"  # the known answers: in the agreement, not among the claims a run should decide
 GOAL = 0.9  # of the claims tested decided (#38)
 
 
@@ -103,11 +104,10 @@ def claims(results: list[Path]) -> dict[tuple[str, str], list[dict]]:
     """(study, claim) -> its entries with an interval, one a RESULTS directory, in their order."""
     out: dict[tuple[str, str], list[dict]] = defaultdict(list)
     for one in results:
-        for path in sorted((one / "tables").glob("*-summary.json")):
-            for entry in json.loads(path.read_text()).get("verdicts") or []:
-                if entry["verdict"] in UNTESTABLE or entry.get("ours_low") is None or entry.get("ours_high") is None:
-                    continue
-                out[(path.name.removesuffix("-summary.json"), entry["claim"])].append(entry)
+        for key, entry in verdicts.claims(one).items():
+            if entry["verdict"] not in UNTESTABLE and entry.get("ours_low") is not None \
+                    and entry.get("ours_high") is not None:
+                out[key].append(entry)
     return out
 
 

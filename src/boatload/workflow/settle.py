@@ -149,11 +149,16 @@ def _new_record(config: dict, names: list[str], results: Path) -> dict:
     }
 
 
+def _first_share(claim: dict, study_share: float) -> float:
+    """What a carried claim's first analysis spent: its own share, or its study's (the most the study's
+    carried claims spent) where it had no interval or the record predates the claims' own shares."""
+    return claim.get("first_alpha") or study_share
+
+
 def claim_design(record: dict, claim: dict) -> Design:
-    """A carried claim's design: its study's looks, its own first analysis' share spent first
-    (the study's, the most its carried claims spent, where the claim had no interval)."""
+    """A carried claim's design: its study's looks, its first analysis' share spent first."""
     name = claim["study"]
-    spent = claim.get("first_alpha") or record.get("first_alphas", {}).get(name, 0.0)
+    spent = _first_share(claim, record.get("first_alphas", {}).get(name, 0.0))
     return Design(record["design"]["alpha"], tuple(record["schedules"][name]), spent)
 
 
@@ -177,7 +182,7 @@ def _design_text(designs: dict[str, Design], claims: dict) -> str:
     whose carried claims spent different shares first has a design for each."""
     by_text: dict[str, list[str]] = {}
     for name, design in designs.items():
-        spent = sorted({c.get("first_alpha") or design.first_alpha for c in claims.values() if c["study"] == name})
+        spent = sorted({_first_share(c, design.first_alpha) for c in claims.values() if c["study"] == name})
         for share in spent:
             by_text.setdefault(Design(design.alpha, design.schedule, share).text(), []).append(name)
     if len(by_text) == 1:
