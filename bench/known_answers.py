@@ -63,10 +63,9 @@ def tally(clones: list[Path]) -> list[dict]:
             raise SystemExit(f"{clone}: no results/tables/{KNOWN}-summary.json (not a clone after a quick run?)")
         for v in entries:
             row = rows.setdefault(v["claim"], {"claim": v["claim"], "runs": 0, "right": 0, "open": 0, "wrong": 0,
-                                               "allowed": 0.0, "levels": set()})
+                                               "allowed": 0.0})
             row["runs"] += 1
             row[v.get("answer") or "open"] += 1
-            row["levels"].add(v["level"])
             row["allowed"] = max(row["allowed"], 1.0 - v["level"])
     for row in rows.values():
         row["tail"] = binomial_tail(row["wrong"], row["runs"], row["allowed"])
@@ -113,12 +112,12 @@ def between_runs(groups: list[list[float]], permutations: int, seed: int) -> dic
     if len(groups) < 2:
         return {"f": None, "p": None}
     observed = f_statistic(groups)
-    pooled, sizes, rng = [x for g in groups for x in g], [len(g) for g in groups], random.Random(seed)
+    pooled, rng = [x for g in groups for x in g], random.Random(seed)
+    bounds = [(sum(len(g) for g in groups[:i]), len(g)) for i, g in enumerate(groups)]
     as_large = 0
     for _ in range(permutations):
         rng.shuffle(pooled)
-        starts = [sum(sizes[:i]) for i in range(len(sizes))]
-        as_large += f_statistic([pooled[s:s + n] for s, n in zip(starts, sizes)]) >= observed
+        as_large += f_statistic([pooled[start:start + n] for start, n in bounds]) >= observed
     return {"f": observed, "p": (as_large + 1) / (permutations + 1)}
 
 
