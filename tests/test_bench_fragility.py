@@ -139,3 +139,21 @@ def test_fragility_forecasts_splits_where_a_claim_sits_on_a_line_and_few_where_i
     assert rows["clear"]["split"] < 0.03 and rows["clear"]["split_at"] < 0.01
     assert rows["on the line"]["log_sd"] == pytest.approx(sd, rel=1e-6)
     assert rows["on the line"]["split"] > 0.35 and rows["on the line"]["split_at"] < rows["on the line"]["split"] - 0.1
+
+
+def test_beside_the_forecast_each_claims_split_as_the_runs_saw_it(tmp_path, capsys):
+    """With several results the share of their pairs that answered each claim differently is printed
+    beside its forecast, and their mean agreement under the forecast's."""
+    runs = [results_with(tmp_path, name, {"forest": [effect("far", 2.0, 0.04, verdict="reproduced"),
+                                                     effect("flip", EDGE, 0.04, verdict=verdict)]})
+            for name, verdict in (("a", "same direction, size open"), ("b", "same direction, size open"),
+                                  ("c", "reproduced"))]
+    assert fragility.main([*map(str, runs), "--draws", "200"]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split("forest: ")[1].split(" [")[0]: line for line in out.splitlines() if "forest: " in line}
+    assert "seen 66.7%" in lines["flip"] and "seen  0.0%" in lines["far"]
+    # the pairs a-b (both open), a-c and b-c (open against holds): 2, 1 and 1 of the 2 claims the same
+    assert "seen over the 3 pairs of the 3 runs: 66.7% of the claims tested the same answer " \
+           "(pairs 50.0%-100.0%; splits 0.7 a pair)" in out
+    assert fragility.main([str(runs[0]), "--draws", "200"]) == 0
+    assert "seen" not in capsys.readouterr().out  # one run: nothing seen to set beside the forecast
