@@ -144,6 +144,8 @@ def forecast(results: list[Path], rounds: int | None, draws: int, seed: int) -> 
 
 def at_least(probabilities: list[float], count: int) -> float:
     """The chance that at least `count` of independent events of these probabilities happen."""
+    if count <= 0:
+        return 1.0  # exactly: the distribution's whole sum carries rounding
     dist = [1.0]
     for p in probabilities:
         dist = [a * (1.0 - p) + b * p for a, b in zip(dist + [0.0], [0.0] + dist)]

@@ -38,8 +38,9 @@ NULL_TRUTH = "1"  # a null pair's known truth in the calibration's claims
 
 
 def binomial_tail(wrong: int, runs: int, rate: float) -> float:
-    """P(at least `wrong` of `runs`) when each is wrong with chance `rate`."""
-    return sum(math.comb(runs, k) * rate ** k * (1.0 - rate) ** (runs - k) for k in range(wrong, runs + 1))
+    """P(at least `wrong` of `runs`) when each is wrong with chance `rate`: fragility's Poisson-binomial
+    tail at one rate."""
+    return at_least([rate] * runs, wrong)
 
 
 def upper_bound(wrong: int, runs: int, confidence: float = 0.95) -> float:
@@ -99,10 +100,10 @@ def _rates(clone: Path, target: str, point: str) -> dict[int, float]:
 
 def f_statistic(groups: list[list[float]]) -> float:
     """One-way F: the variance between the groups' means over the variance within them."""
-    values = [x for g in groups for x in g]
+    values, means = [x for g in groups for x in g], [statistics.fmean(g) for g in groups]
     grand = statistics.fmean(values)
-    between = sum(len(g) * (statistics.fmean(g) - grand) ** 2 for g in groups) / (len(groups) - 1)
-    within = sum((x - statistics.fmean(g)) ** 2 for g in groups for x in g) / (len(values) - len(groups))
+    between = sum(len(g) * (m - grand) ** 2 for g, m in zip(groups, means)) / (len(groups) - 1)
+    within = sum((x - m) ** 2 for g, m in zip(groups, means) for x in g) / (len(values) - len(groups))
     return between / within if within > 0 else math.inf
 
 

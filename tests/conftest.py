@@ -43,7 +43,8 @@ PARALLEL_FILES = {
     "test_notebook_tmpfs.py", "test_notebook_setup.py", "test_notebooks.py", "test_paper.py",
     "test_paper_layout.py", "test_paper_text.py", "test_paper_own_hardware.py", "test_paper_noise.py",
     "test_blog.py", "test_blog_chromium.py", "test_bench_verdicts.py", "test_bench_quickrun.py",
-    "test_bench_fragility.py", "test_bench_known_answers.py", "test_compare.py", "test_compare_chromium.py", "test_jupyter_server.py",
+    "test_bench_fragility.py", "test_bench_known_answers.py", "test_compare.py", "test_compare_chromium.py",
+    "test_jupyter_server.py",
     # the worker's and the baselines' outputs checked for content only, in their own temporary directories
     "test_worker_cli.py", "test_worker_tree.py", "test_worker_split.py", "test_creators.py",
     # provisioning: each test attaches its own loop devices and mounts in its own scratch directory

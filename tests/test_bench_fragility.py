@@ -132,9 +132,8 @@ def test_fragility_forecasts_splits_where_a_claim_sits_on_a_line_and_few_where_i
     sd = 0.1
     on_line = {**clear, "claim": "on the line", "verdict": "same direction, size open",
                "ours_low": near, "ours_high": near * math.exp(2 * unit * sd)}
-    (tmp_path / "tables").mkdir()
-    (tmp_path / "tables" / "filecount-summary.json").write_text(json.dumps({"verdicts": [clear, on_line]}))
-    rows = {r["claim"]: r for r in fr.forecast([tmp_path], rounds=8, draws=1500, seed=3)}
+    results = results_with(tmp_path, "a", {"filecount": [clear, on_line]})
+    rows = {r["claim"]: r for r in fr.forecast([results], rounds=8, draws=1500, seed=3)}
     assert rows["clear"]["log_sd"] == pytest.approx(0.02, rel=1e-6)
     assert rows["clear"]["split"] < 0.03 and rows["clear"]["split_at"] < 0.01
     assert rows["on the line"]["log_sd"] == pytest.approx(sd, rel=1e-6)
